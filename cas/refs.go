@@ -1,0 +1,110 @@
+package cas
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+)
+
+// Ref is a named pointer into the store, as [Refs.List] lists it.
+type Ref struct {
+	Name string
+	Hash Hash
+}
+
+// LogEntry is one change of a ref, as its log records it. A zero Old means
+// the change created the ref; a zero New means it deleted it.
+type LogEntry struct {
+	Old     Hash   `json:"old"`
+	New     Hash   `json:"new"`
+	Time    int64  `json:"time"` // Unix milliseconds, UTC, by the store's clock
+	Message string `json:"message"`
+}
+
+// Refs is the small mutable index of named refs: thread heads, registered
+// workflows, schemas. Every successful change appends an entry to the ref's
+// log. Implementations are safe for concurrent use, by goroutines and (for
+// persistent backends) by processes.
+type Refs interface {
+	// Get returns the hash a ref points at. The error wraps [ErrNotFound]
+	// if the ref does not exist and [ErrInvalidRefName] for a bad name.
+	Get(ctx context.Context, name string) (Hash, error)
+	// List lists the refs whose names start with prefix ("" for all),
+	// sorted by name.
+	List(ctx context.Context, prefix string) iter.Seq2[Ref, error]
+	// CompareAndSwap moves ref name from old to new and appends
+	// {old, new, now, message} to its log, atomically. A zero old means the
+	// ref must not exist; a zero new deletes it. If the ref does not hold
+	// old, or its name clashes with an existing ref, the error is a
+	// *[ConflictError] carrying the current value, and nothing changes.
+	CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error
+	// Log returns a ref's log, oldest first; a deleted ref keeps its log
+	// until PruneLog removes it. The error wraps [ErrNotFound] if there is
+	// no log for name.
+	Log(ctx context.Context, name string) ([]LogEntry, error)
+	// Logs lists the names of every ref that has a log, live or deleted,
+	// sorted by name.
+	Logs(ctx context.Context) iter.Seq2[string, error]
+	// PruneLog drops log entries older than before, except a live ref's
+	// newest entry and its creation entry (the first entry, with a zero
+	// Old); a deleted ref's log is removed whole once its newest entry is
+	// older than before. It returns how many entries it removed.
+	PruneLog(ctx context.Context, before time.Time) (int, error)
+	// ImportLog adds entries to name's log as they are (times and messages
+	// kept), skipping any entry already present, and keeps the log in time
+	// order. It does not move the ref.
+	ImportLog(ctx context.Context, name string, entries []LogEntry) error
+}
+
+// MaxRefNameLen is the longest allowed ref name.
+const MaxRefNameLen = 200
+
+// ValidateRefName reports whether name follows the ref-name grammar: 1-200
+// characters, '/'-separated segments each matching [A-Za-z0-9][A-Za-z0-9._-]*.
+// The error wraps [ErrInvalidRefName] and says what is wrong.
+func ValidateRefName(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s", ErrInvalidRefName, name, why)
+	}
+	if name == "" {
+		return bad("empty")
+	}
+	if len(name) > MaxRefNameLen {
+		return bad(fmt.Sprintf("%d characters, at most %d allowed", len(name), MaxRefNameLen))
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" {
+			return bad("empty path segment")
+		}
+		if !isAlnum(seg[0]) {
+			return bad(fmt.Sprintf("segment %q must start with a letter or digit", seg))
+		}
+		for i := 1; i < len(seg); i++ {
+			c := seg[i]
+			if !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+				return bad(fmt.Sprintf("invalid character %q in segment %q", c, seg))
+			}
+		}
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// RefsClash reports whether two distinct ref names cannot coexist: they differ
+// only in case, or one is a folder of the other ("a/b" and "a/b/c", compared
+// without regard to case).
+func RefsClash(a, b string) bool {
+	if a == b {
+		return false
+	}
+	la, lb := strings.ToLower(a), strings.ToLower(b)
+	if la == lb {
+		return true
+	}
+	return strings.HasPrefix(lb, la+"/") || strings.HasPrefix(la, lb+"/")
+}

@@ -1,0 +1,89 @@
+package cas
+
+import (
+	"context"
+	"iter"
+	"time"
+)
+
+// Object describes one stored object, as [Store.All] lists it.
+type Object struct {
+	Hash Hash
+	Size int64 // bytes
+	// Time is when the object was last put, touched or made a ref's target,
+	// by the store's clock. Its age, for GC, is measured from it.
+	Time time.Time
+}
+
+// Getter returns a copy of the object at h; the caller owns the slice. The
+// error wraps [ErrNotFound] if absent and [ErrCorrupt] if the stored bytes no
+// longer hash to h (they are never returned).
+type Getter interface {
+	Get(ctx context.Context, h Hash) ([]byte, error)
+}
+
+// Putter stores data and returns its address. Re-storing present content is
+// a no-op that returns the same hash and refreshes the object's age. If
+// different, intact bytes already live at that address the error wraps
+// [ErrCollision] and nothing is stored; if the bytes there are corrupt they
+// are replaced atomically.
+type Putter interface {
+	Put(ctx context.Context, data []byte) (Hash, error)
+}
+
+// Store holds immutable objects addressed by their hash: a backend. It stores
+// and verifies bytes only; schemas, edges and closure belong to [Repo].
+// Everything GC needs is in this contract. Implementations are safe for
+// concurrent use, by goroutines and (for persistent backends) by processes.
+type Store interface {
+	Getter
+	Putter
+	// Has reports whether an object is stored at h, without verifying it.
+	Has(ctx context.Context, h Hash) (bool, error)
+	// Touch refreshes the age of the object at h. The error wraps
+	// [ErrNotFound] if it is absent.
+	Touch(ctx context.Context, h Hash) error
+	// All lists every object with its size and age, in no set order. A
+	// listing that fails yields the error and stops.
+	All(ctx context.Context) iter.Seq2[Object, error]
+	// DeleteIfOlder deletes the object at h only if its Time is still before
+	// cutoff, atomically with respect to Touch and Put on the same object.
+	// It reports whether it deleted; an absent object is (false, nil).
+	DeleteIfOlder(ctx context.Context, h Hash, cutoff time.Time) (bool, error)
+	// Lock takes the store-wide lock: shared for writers (around "check the
+	// edges present, put, move the ref"), exclusive for a GC sweep batch. It
+	// waits until the lock is granted or ctx is done. unlock is idempotent.
+	Lock(ctx context.Context, exclusive bool) (unlock func(), err error)
+	// LockGC takes the lock that keeps two GCs from running at once. It does
+	// not wait: if another GC holds it the error wraps [ErrLocked]. The lock
+	// is released by unlock or when the holding process dies.
+	LockGC(ctx context.Context) (unlock func(), err error)
+	// Now returns the time by the store's clock, the one Object.Time uses
+	// (the server's, for a shared database).
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// BatchPutter is a [Store] fast path: PutBatch stores many objects with one
+// flush point instead of one per object. It returns the hashes in input
+// order once all objects are durable. On error some objects may have been
+// stored (each one whole); none is half-written.
+type BatchPutter interface {
+	PutBatch(ctx context.Context, data [][]byte) ([]Hash, error)
+}
+
+// PutBatch stores every element of data, with s's PutBatch if it has one,
+// else with one Put each.
+func PutBatch(ctx context.Context, s Putter, data [][]byte) ([]Hash, error) {
+	if b, ok := s.(BatchPutter); ok {
+		return b.PutBatch(ctx, data)
+	}
+	hs := make([]Hash, len(data))
+	for i, d := range data {
+		h, err := s.Put(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		hs[i] = h
+	}
+	return hs, nil
+}

@@ -1,0 +1,93 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/uncaged/uwf"
+
+// allowed lists, for each package of this module, the packages of this module
+// and the third-party modules it may import directly (besides the standard
+// library and internal/...). It is the table in docs/ARCHITECTURE.md.
+var allowed = map[string][]string{
+	"cas":          {"github.com/cespare/xxhash/v2", "github.com/santhosh-tekuri/jsonschema/v5", "gopkg.in/yaml.v3"},
+	"cas/castest":  {"cas"},
+	"cas/disk":     {"cas"},
+	"cas/postgres": {"cas", "github.com/jackc/pgx/v5"},
+	"moderator":    {},
+	"extract":      {"cas"},
+	"agent":        {"cas"},
+	"registry":     {"cas", "moderator", "gopkg.in/yaml.v3"},
+	"thread":       {"cas", "registry", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
+	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "agent", "extract", "thread",
+		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+}
+
+func TestImportLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	seen := 0
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		internal := rel == "internal" || strings.HasPrefix(rel, "internal/")
+		rules, known := allowed[rel]
+		if !known && !internal {
+			t.Errorf("package %s is not in the import table: add it to docs/ARCHITECTURE.md and this test", p.ImportPath)
+			continue
+		}
+		seen++
+		for _, imp := range p.Imports {
+			if isStd(imp) {
+				continue
+			}
+			irel, ours := strings.CutPrefix(imp, module+"/")
+			switch {
+			case ours && (irel == "internal" || strings.HasPrefix(irel, "internal/")):
+				// Any package may use internal helpers.
+			case internal:
+				t.Errorf("internal package %s imports %s: internal helpers may use only the standard library and each other", p.ImportPath, imp)
+			case ours && !slices.Contains(rules, irel):
+				t.Errorf("%s imports %s, which the layer table does not allow", rel, irel)
+			case !ours && !allowedModule(rules, imp):
+				t.Errorf("%s imports third-party %s, which the layer table does not allow", rel, imp)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("go list found no packages")
+	}
+}
+
+func allowedModule(rules []string, imp string) bool {
+	for _, r := range rules {
+		if imp == r || strings.HasPrefix(imp, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// isStd reports whether an import path belongs to the standard library: its
+// first element has no dot.
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}

@@ -39,6 +39,9 @@ type Refs interface {
 	// ref must not exist; a zero new deletes it. If the ref does not hold
 	// old, or its name clashes with an existing ref, the error is a
 	// *[ConflictError] carrying the current value, and nothing changes.
+	// When old equals new and the ref holds it, nothing changes and nothing
+	// is logged. A bad name wraps [ErrInvalidRefName]. Backends do not
+	// check that new is present in a store: [Repo.Refs] does.
 	CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error
 	// Log returns a ref's log, oldest first; a deleted ref keeps its log
 	// until PruneLog removes it. The error wraps [ErrNotFound] if there is
@@ -53,8 +56,13 @@ type Refs interface {
 	// older than before. It returns how many entries it removed.
 	PruneLog(ctx context.Context, before time.Time) (int, error)
 	// ImportLog adds entries to name's log as they are (times and messages
-	// kept), skipping any entry already present, and keeps the log in time
-	// order. It does not move the ref.
+	// kept), skipping any entry already present (same old, new, time and
+	// message), and keeps the log in time order (entries with equal times
+	// keep their relative order, existing ones first). If the ref does not
+	// exist and the merged log's newest entry has a non-zero New, the ref is
+	// created at that value, with no new log entry: this restores an
+	// exported ref together with its history. An existing ref is never
+	// moved.
 	ImportLog(ctx context.Context, name string, entries []LogEntry) error
 }
 

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+func casGCCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "delete the objects no root reaches",
+		Description: `Roots: every ref, every node named by a ref-log entry younger than the log
+retention, every node younger than the grace period, each with everything it
+reaches. Durations are Go durations (90m, 1h30m) or days (7d, 1d12h); 0
+means none. Prints nodes scanned, reachable, deleted, bytes freed, spared,
+log entries pruned, failures and time taken; with --json, one object.
+Exits 1 if any deletion failed.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be deleted, change nothing"},
+			&cli.StringFlag{Name: "grace", Usage: "keep nodes put or touched within `D`", DefaultText: "1h"},
+			&cli.StringFlag{Name: "log-retention", Usage: "keep ref-log entries, and what they name, for `D`", DefaultText: "30d"},
+		},
+		Action: withSession(func(c *cli.Context, s *session) error {
+			if err := wantArgs(c, 0, 0, ""); err != nil {
+				return err
+			}
+			opts := &cas.GCOptions{DryRun: c.Bool("dry-run")}
+			var err error
+			if opts.Grace, err = durationFlag(c, "grace"); err != nil {
+				return err
+			}
+			if opts.LogRetention, err = durationFlag(c, "log-retention"); err != nil {
+				return err
+			}
+			return runGC(c.Context, c.App.Writer, s, opts)
+		}),
+	}
+}
+
+// durationFlag reads a duration flag: unset is 0 (the library's default),
+// and an explicit 0 is the smallest duration (GCOptions reads 0 as "the
+// default", so "no grace" has to be spelled 1ns).
+func durationFlag(c *cli.Context, name string) (time.Duration, error) {
+	if !c.IsSet(name) {
+		return 0, nil
+	}
+	d, err := parseDuration(c.String(name))
+	if err != nil {
+		return 0, usageErrorf(c.Command.HelpName, "invalid --%s: %v", name, err)
+	}
+	if d == 0 {
+		d = time.Nanosecond
+	}
+	return d, nil
+}
+
+// parseDuration reads a Go duration, optionally led by a whole number of
+// days: "90m", "7d", "1d12h", "0".
+func parseDuration(s string) (time.Duration, error) {
+	orig := s
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.ParseUint(s[:i], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a duration such as 90m, 12h or 7d", orig)
+		}
+		if n > uint64(math.MaxInt64/int64(24*time.Hour)) {
+			return 0, fmt.Errorf("%q: too long", orig)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want a duration such as 90m, 12h or 7d", orig)
+	}
+	if days > math.MaxInt64-d {
+		return 0, fmt.Errorf("%q: too long", orig)
+	}
+	return days + d, nil
+}
+
+func runGC(ctx context.Context, w io.Writer, s *session, opts *cas.GCOptions) error {
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	st, err := repo.GC(ctx, opts)
+	if err != nil {
+		return err
+	}
+	failures := make([]string, len(st.Failures))
+	for i, f := range st.Failures {
+		failures[i] = f.Error()
+	}
+	if s.json {
+		err = writeJSON(w, struct {
+			DryRun           bool     `json:"dryRun"`
+			Scanned          int      `json:"scanned"`
+			Reachable        int      `json:"reachable"`
+			Deleted          int      `json:"deleted"`
+			BytesFreed       int64    `json:"bytesFreed"`
+			Spared           int      `json:"spared"`
+			LogEntriesPruned int      `json:"logEntriesPruned"`
+			Failures         []string `json:"failures"`
+			DurationMs       int64    `json:"durationMs"`
+		}{st.DryRun, st.Scanned, st.Reachable, st.Deleted, st.BytesFreed, st.Spared,
+			st.LogEntriesPruned, failures, st.Duration.Milliseconds()})
+	} else {
+		verb, freed := "deleted", "bytes freed"
+		if st.DryRun {
+			verb, freed = "would delete", "bytes to free"
+		}
+		_, err = fmt.Fprintf(w, "nodes scanned:      %d\nreachable:          %d\n%-19s %d\n%-19s %d\nspared:             %d\nlog entries pruned: %d\nfailures:           %d\ntime taken:         %s\n",
+			st.Scanned, st.Reachable, verb+":", st.Deleted, freed+":", st.BytesFreed, st.Spared,
+			st.LogEntriesPruned, len(st.Failures), st.Duration.Round(time.Millisecond))
+	}
+	if err != nil {
+		return err
+	}
+	if len(st.Failures) > 0 {
+		return fmt.Errorf("gc: %d failures:\n%w", len(st.Failures), errors.Join(st.Failures...))
+	}
+	return nil
+}
+
+func casFsckCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "fsck",
+		Usage: "verify the whole store",
+		Description: `Re-hashes every object, checks it is canonical, valid against its schema,
+with every edge present; checks every ref points at a present node and
+agrees with its log. Prints each problem on a line, with the refs that
+reach it, then a summary; with --json, one object. Exits 1 if anything is
+wrong.`,
+		Action: withSession(func(c *cli.Context, s *session) error {
+			if err := wantArgs(c, 0, 0, ""); err != nil {
+				return err
+			}
+			return runFsck(c.Context, c.App.Writer, s)
+		}),
+	}
+}
+
+func runFsck(ctx context.Context, w io.Writer, s *session) error {
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rep, err := repo.Fsck(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if s.json {
+		type problem struct {
+			Hash        hashOrNull `json:"hash"`
+			Ref         *string    `json:"ref"`
+			Kind        string     `json:"kind"`
+			Message     string     `json:"message"`
+			ReachedFrom []string   `json:"reachedFrom"`
+		}
+		ps := make([]problem, len(rep.Problems))
+		for i, p := range rep.Problems {
+			ps[i] = problem{Hash: hashOrNull(p.Hash), Kind: p.Kind, Message: p.Msg, ReachedFrom: p.ReachedFrom}
+			if p.Ref != "" {
+				ps[i].Ref = &p.Ref
+			}
+			if ps[i].ReachedFrom == nil {
+				ps[i].ReachedFrom = []string{}
+			}
+		}
+		err = writeJSON(w, struct {
+			OK       bool      `json:"ok"`
+			Objects  int       `json:"objects"`
+			Refs     int       `json:"refs"`
+			Problems []problem `json:"problems"`
+		}{rep.OK(), rep.Objects, rep.Refs, ps})
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintln(w, p.String())
+		}
+		_, err = fmt.Fprintf(w, "checked %d objects and %d refs: %d problem%s\n",
+			rep.Objects, rep.Refs, len(rep.Problems), plural(len(rep.Problems)))
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("fsck: %d problem%s found", len(rep.Problems), plural(len(rep.Problems)))
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
+)
+
+// session is what a command takes from the global flags: where the store
+// is, how to print, and the process's stdin. The store is opened only by
+// commands that need it (help and usage errors never create it).
+type session struct {
+	cmd        string // the command's full name, for usage errors
+	home       string
+	store      string // the --store URL as given ("" for <home>/store)
+	durability string // the --durability flag as given ("" if unset)
+	json       bool
+	log        *slog.Logger
+	stdin      io.Reader
+	now        func() time.Time // nil: the real clock
+}
+
+// newSession reads the global flags. A bad --log-level is a usage error.
+func newSession(c *cli.Context) (*session, error) {
+	s := &session{
+		cmd:        c.Command.HelpName,
+		home:       c.String("home"),
+		store:      c.String("store"),
+		durability: c.String("durability"),
+		json:       c.Bool("json"),
+		stdin:      c.App.Reader,
+	}
+	if now, ok := c.App.Metadata[metaNow].(func() time.Time); ok {
+		s.now = now
+	}
+	var level slog.Level // info; warn unless set
+	if l := c.String("log-level"); l == "" {
+		level = slog.LevelWarn
+	} else if err := level.UnmarshalText([]byte(l)); err != nil {
+		return nil, usageErrorf(s.cmd, "invalid --log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	s.log = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	return s, nil
+}
+
+// withSession adapts a command body to a cli.ActionFunc.
+func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		s, err := newSession(c)
+		if err != nil {
+			return err
+		}
+		return fn(c, s)
+	}
+}
+
+// errNoPostgres is returned for a postgres:// store URL (exit status 1).
+var errNoPostgres = errors.New("the PostgreSQL backend is not available in this build yet")
+
+// storeLocation is a parsed --store URL.
+type storeLocation struct {
+	dir        string // the disk store's directory
+	durability string // from ?durability=, "" if absent
+}
+
+// parseStoreURL reads the store URL forms of docs/CLI.md: a plain path or
+// file://path for the disk backend, optionally followed by
+// ?durability=strict|none; postgres:// and postgresql:// for PostgreSQL
+// (not in this build yet).
+func parseStoreURL(raw string) (storeLocation, error) {
+	lower := strings.ToLower(raw)
+	switch {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return storeLocation{}, fmt.Errorf("store %s: %w", redactURL(raw), errNoPostgres)
+	case strings.HasPrefix(lower, "file://"):
+		rest := raw[len("file://"):]
+		path, query, _ := strings.Cut(rest, "?")
+		p, err := url.PathUnescape(path)
+		if err != nil {
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", raw, err)
+		}
+		if strings.HasPrefix(p, "localhost/") {
+			p = p[len("localhost"):]
+		}
+		if p == "" {
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: no path", raw)
+		}
+		return withQuery(raw, storeLocation{dir: p}, query)
+	}
+	if i := strings.Index(raw, "://"); i > 0 && !strings.ContainsAny(raw[:i], "/\\.") {
+		return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown scheme %q (want a path, file://, or postgres://)", raw, raw[:i])
+	}
+	if raw == "" {
+		return storeLocation{}, errors.New("invalid store URL: empty")
+	}
+	// A plain path may end in ?durability=...; a path that merely contains
+	// '?' is kept whole.
+	if path, query, ok := strings.Cut(raw, "?"); ok && strings.HasPrefix(query, "durability=") {
+		return withQuery(raw, storeLocation{dir: path}, query)
+	}
+	return storeLocation{dir: raw}, nil
+}
+
+func withQuery(raw string, loc storeLocation, query string) (storeLocation, error) {
+	if query == "" {
+		return loc, nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", raw, err)
+	}
+	for k, v := range q {
+		if k != "durability" || len(v) != 1 {
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown or repeated parameter %q (only durability=strict|none)", raw, k)
+		}
+	}
+	loc.durability = q.Get("durability")
+	return loc, nil
+}
+
+// redactURL hides a password in a connection URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "URL"
+	}
+	return u.Redacted()
+}
+
+// location resolves the store's place from --store, --home and their
+// defaults.
+func (s *session) location() (storeLocation, error) {
+	raw := s.store
+	if raw == "" {
+		home, err := s.homeDir()
+		if err != nil {
+			return storeLocation{}, err
+		}
+		raw = filepath.Join(home, "store")
+	}
+	loc, err := parseStoreURL(raw)
+	if errors.Is(err, errNoPostgres) {
+		return storeLocation{}, err
+	}
+	if err != nil {
+		return storeLocation{}, &usageError{cmd: s.cmd, err: err}
+	}
+	loc.dir = expandTilde(loc.dir)
+	return loc, nil
+}
+
+func (s *session) homeDir() (string, error) {
+	if s.home != "" {
+		return expandTilde(s.home), nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home directory (set --home or UWF_HOME): %w", err)
+	}
+	return filepath.Join(u, ".uncaged", "workflow"), nil
+}
+
+func expandTilde(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if u, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(u, p[1:])
+		}
+	}
+	return p
+}
+
+// open opens the store, creating it on first use (safe when several
+// processes do so at once), and the typed layer over it. close releases it.
+func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err error) {
+	loc, err := s.location()
+	if err != nil {
+		return nil, nil, err
+	}
+	// --durability (or UWF_DURABILITY) wins over the URL's ?durability=.
+	var d disk.Durability
+	mode := "strict"
+	for _, m := range []string{loc.durability, s.durability} {
+		if m == "" {
+			continue
+		}
+		if d, err = disk.ParseDurability(m); err != nil {
+			return nil, nil, usageErrorf(s.cmd, "invalid durability %q: want strict or none", m)
+		}
+		mode = m
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(loc.dir)), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create the store's parent directory: %w", err)
+	}
+	st, err := disk.OpenOrCreate(loc.dir, &disk.Options{Durability: d, Now: s.now})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open store %s: %w", loc.dir, err)
+	}
+	s.log.Debug("opened store", "dir", loc.dir, "durability", mode)
+	repo, err = cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: s.log})
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", loc.dir, err)
+	}
+	return repo, func() { st.Close() }, nil
+}

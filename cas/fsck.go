@@ -1,0 +1,240 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kinds of [Problem].
+const (
+	ProblemCorrupt       = "corrupt"        // stored bytes do not hash to their address
+	ProblemInvalid       = "invalid"        // not a node, not canonical, or not valid against its schema
+	ProblemMissingEdge   = "missing-edge"   // a node refers to an absent node
+	ProblemMissingTarget = "missing-target" // a ref points at an absent node
+	ProblemLogMismatch   = "log-mismatch"   // a ref differs from its log's newest entry
+	ProblemLog           = "log"            // a ref's log is missing or unreadable
+	ProblemChain         = "chain"          // a thread chain invariant is broken (registered by package thread)
+	ProblemRef           = "ref"            // a ref points at a node of the wrong kind
+)
+
+// Problem is one thing [Repo.Fsck] found wrong.
+type Problem struct {
+	Hash        Hash     // the object at fault; zero for a problem of a ref alone
+	Ref         string   // the ref at fault, for ref problems; else empty
+	Kind        string   // one of the Problem* kinds
+	Msg         string   // what is wrong
+	ReachedFrom []string // the refs that reach Hash, sorted; filled in by Fsck
+}
+
+// String formats the problem as one line: "<hash>: <kind>: <message>
+// (reached from <ref>, ...)", "ref <name> -> <hash>: <kind>: <message>" or
+// "ref <name>: <kind>: <message>".
+func (p Problem) String() string {
+	switch {
+	case p.Ref != "" && !p.Hash.IsZero():
+		return fmt.Sprintf("ref %s -> %s: %s: %s", p.Ref, p.Hash, p.Kind, p.Msg)
+	case p.Ref != "":
+		return fmt.Sprintf("ref %s: %s: %s", p.Ref, p.Kind, p.Msg)
+	}
+	reached := "(not reachable from any ref)"
+	if len(p.ReachedFrom) > 0 {
+		reached = "(reached from " + strings.Join(p.ReachedFrom, ", ") + ")"
+	}
+	return fmt.Sprintf("%s: %s: %s %s", p.Hash, p.Kind, p.Msg, reached)
+}
+
+// FsckReport is the result of [Repo.Fsck].
+type FsckReport struct {
+	Objects  int // objects checked
+	Refs     int // refs checked
+	Problems []Problem
+}
+
+// OK reports whether nothing was found wrong.
+func (r *FsckReport) OK() bool { return len(r.Problems) == 0 }
+
+// NodeCheck is an extra check of one decoded, schema-valid node, which a
+// higher layer registers with [FsckOptions] (thread chain invariants, say).
+// It may read other nodes through r. Problems it returns with a zero Hash
+// are about h.
+type NodeCheck func(ctx context.Context, r *Repo, h Hash, n Node) []Problem
+
+// RefCheck is an extra check of one ref whose target is present.
+type RefCheck func(ctx context.Context, r *Repo, name string, target Hash) []Problem
+
+// FsckOptions configure [Repo.Fsck]; nil means no extra checks.
+type FsckOptions struct {
+	NodeChecks []NodeCheck
+	RefChecks  []RefCheck
+}
+
+// Fsck checks the whole store: every object re-hashed, decoded, canonical,
+// valid against its schema, with every edge present; every ref pointing at
+// a present node and equal to its log's newest entry; plus the registered
+// extra checks. Each problem names the refs that reach it. The error is for
+// a failure to read the store at all (listing, a cancelled context), not
+// for problems found.
+func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
+	if opts == nil {
+		opts = &FsckOptions{}
+	}
+	rep := &FsckReport{}
+	present := map[Hash]bool{}
+	for obj, err := range r.st.All(ctx) {
+		if err != nil {
+			return nil, fmt.Errorf("fsck: list objects: %w", err)
+		}
+		present[obj.Hash] = true
+	}
+	has := func(h Hash) bool {
+		if present[h] {
+			return true
+		}
+		ok, err := r.st.Has(ctx, h)
+		return err == nil && ok
+	}
+	parents := map[Hash][]Hash{}
+	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
+	hashes := make([]Hash, 0, len(present))
+	for h := range present {
+		hashes = append(hashes, h)
+	}
+	slices.Sort(hashes)
+	for _, h := range hashes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rep.Objects++
+		data, err := r.st.Get(ctx, h)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted since the listing
+			}
+			kind := ProblemCorrupt
+			if !errors.Is(err, ErrCorrupt) {
+				kind = ProblemInvalid
+			}
+			add(Problem{Hash: h, Kind: kind, Msg: problemText(err, h)})
+			continue
+		}
+		n, err := DecodeNode(data)
+		if err != nil {
+			add(Problem{Hash: h, Kind: ProblemInvalid, Msg: "not a node: " + problemText(err, h)})
+			continue
+		}
+		if !IsCanonicalNode(data, n) {
+			add(Problem{Hash: h, Kind: ProblemInvalid, Msg: "not in canonical form (RFC 8785)"})
+		}
+		if n.Type.IsZero() {
+			if !bytes.Equal(data, metaBytes) {
+				add(Problem{Hash: h, Kind: ProblemInvalid, Msg: "has the zero type but is not the meta-schema node"})
+			}
+			continue
+		}
+		edges := []Edge{{Hash: n.Type, Path: "type"}}
+		s, err := r.Schema(ctx, n.Type)
+		switch {
+		case errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt):
+			// Reported as a missing edge below, or as the type's own problem.
+		case err != nil:
+			add(Problem{Hash: h, Kind: ProblemInvalid, Msg: fmt.Sprintf("type %s: %s", n.Type, problemText(err, n.Type))})
+		default:
+			if verr := s.Validate(n.Payload); verr != nil {
+				add(Problem{Hash: h, Kind: ProblemInvalid, Msg: problemText(verr, h)})
+			}
+			for _, e := range s.Edges(n.Payload) {
+				if e.Hash != n.Type {
+					edges = append(edges, Edge{Hash: e.Hash, Path: "payload" + e.Path})
+				}
+			}
+			for _, check := range opts.NodeChecks {
+				for _, p := range check(ctx, r, h, n) {
+					if p.Hash.IsZero() && p.Ref == "" {
+						p.Hash = h
+					}
+					add(p)
+				}
+			}
+		}
+		for _, e := range edges {
+			parents[e.Hash] = append(parents[e.Hash], h)
+			if !has(e.Hash) {
+				add(Problem{Hash: h, Kind: ProblemMissingEdge, Msg: fmt.Sprintf("edge %s -> %s is not in the store", e.Path, e.Hash)})
+			}
+		}
+	}
+	targets := map[Hash][]string{}
+	for ref, err := range r.raw.List(ctx, "") {
+		if err != nil {
+			return nil, fmt.Errorf("fsck: list refs: %w", err)
+		}
+		rep.Refs++
+		targets[ref.Hash] = append(targets[ref.Hash], ref.Name)
+		entries, err := r.raw.Log(ctx, ref.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref has no log"})
+		case err != nil:
+			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+		case len(entries) == 0:
+			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref's log is empty"})
+		case entries[len(entries)-1].New != ref.Hash:
+			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemLogMismatch,
+				Msg: fmt.Sprintf("its log's newest entry says %s", entries[len(entries)-1].New)})
+		}
+		if !has(ref.Hash) {
+			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemMissingTarget, Msg: "the ref's target is not in the store"})
+			continue
+		}
+		for _, check := range opts.RefChecks {
+			for _, p := range check(ctx, r, ref.Name, ref.Hash) {
+				if p.Ref == "" && p.Hash.IsZero() {
+					p.Ref, p.Hash = ref.Name, ref.Hash
+				}
+				add(p)
+			}
+		}
+	}
+	for i := range rep.Problems {
+		p := &rep.Problems[i]
+		if !p.Hash.IsZero() {
+			p.ReachedFrom = reachedFrom(p.Hash, parents, targets)
+		}
+	}
+	return rep, nil
+}
+
+// reachedFrom walks the reverse edges up from h and returns the names of
+// the refs whose targets it meets, sorted.
+func reachedFrom(h Hash, parents map[Hash][]Hash, targets map[Hash][]string) []string {
+	seen := map[Hash]bool{h: true}
+	stack := []Hash{h}
+	var names []string
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		names = append(names, targets[x]...)
+		for _, p := range parents[x] {
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// problemText is an error's message without the hash the problem line
+// already starts with.
+func problemText(err error, h Hash) string {
+	msg := err.Error()
+	for _, prefix := range []string{"get " + h.String() + ": ", "schema " + h.String() + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
+}

@@ -1,0 +1,342 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of [GCOptions].
+const (
+	DefaultGrace        = time.Hour
+	DefaultLogRetention = 30 * 24 * time.Hour
+	DefaultGCBatch      = 256
+)
+
+// GCOptions configure [Repo.GC]. The zero value means the defaults.
+type GCOptions struct {
+	// Grace keeps every node put, touched or made a ref's target within it,
+	// with everything it reaches; 0 means DefaultGrace. Use a tiny duration
+	// (1ns) for "no grace".
+	Grace time.Duration
+	// LogRetention keeps ref-log entries younger than it, and the nodes they
+	// name; 0 means DefaultLogRetention.
+	LogRetention time.Duration
+	// DryRun reports what would be deleted and changes nothing (no log
+	// entries are pruned either).
+	DryRun bool
+	// BatchSize is how many objects one sweep batch considers while holding
+	// the store-wide lock exclusively; 0 means DefaultGCBatch.
+	BatchSize int
+}
+
+// GCStats summarises one [Repo.GC] run.
+type GCStats struct {
+	DryRun           bool
+	Scanned          int   // objects listed
+	Reachable        int   // objects marked from the roots
+	Deleted          int   // objects deleted (or, in a dry run, that would be)
+	BytesFreed       int64 // their total size
+	Spared           int   // unreachable objects kept because a writer refreshed them (or an ancestor) meanwhile, or an ancestor failed to delete
+	LogEntriesPruned int
+	Failures         []error // deletions that failed; the sweep went on past them
+	Duration         time.Duration
+}
+
+// gcObject is what GC keeps per listed object.
+type gcObject struct {
+	size int64
+	time time.Time
+}
+
+// GC deletes every object that no root reaches (SPEC §7), safely while
+// other goroutines and processes write:
+//
+//   - Roots are every ref, every node named (old or new) by a ref-log entry
+//     younger than the log retention, and every node younger than the grace
+//     period, each with everything it reaches.
+//   - Only one GC runs at a time: a second one fails at once with an error
+//     wrapping [ErrLocked].
+//   - The mark fails closed: if a reachable node is missing or corrupt, GC
+//     stops before deleting anything, naming the node and its root.
+//   - The sweep deletes parents before their children, in short batches
+//     under the exclusive store-wide lock, each with
+//     [Store.DeleteIfOlder](h, markStart - grace). A node that a writer
+//     refreshed since the mark began (put again, named by a new node's edge,
+//     made a ref's target) is therefore not deleted, and neither is anything
+//     it reaches: its whole candidate subgraph is spared. So is the subgraph
+//     of a node whose deletion failed, so the store never holds a node
+//     whose edges are gone.
+//   - Finally ref-log entries older than the retention are pruned
+//     ([Refs.PruneLog]).
+//
+// The returned stats are valid even with an error from the sweep (a
+// cancelled context).
+func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
+	var o GCOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.LogRetention <= 0 {
+		o.LogRetention = DefaultLogRetention
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultGCBatch
+	}
+	began := time.Now()
+	st := &GCStats{DryRun: o.DryRun}
+	unlockGC, err := r.st.LockGC(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	defer unlockGC()
+	markStart, err := r.st.Now(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gc: read the store's clock: %w", err)
+	}
+	cutoff := markStart.Add(-o.Grace)
+	logCutoff := markStart.Add(-o.LogRetention)
+
+	objs := map[Hash]gcObject{}
+	var roots []root
+	for obj, err := range r.st.All(ctx) {
+		if err != nil {
+			return nil, fmt.Errorf("gc: list objects: %w", err)
+		}
+		objs[obj.Hash] = gcObject{size: obj.Size, time: obj.Time}
+		if !obj.Time.Before(cutoff) {
+			roots = append(roots, root{hash: obj.Hash, from: "a node younger than the grace period"})
+		}
+	}
+	st.Scanned = len(objs)
+	refRoots, err := r.refRoots(ctx, logCutoff)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	roots = append(refRoots, roots...)
+	marked, err := r.mark(ctx, roots)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w: nothing deleted", err)
+	}
+	var candidates []Hash
+	for h := range objs {
+		if _, ok := marked[h]; ok {
+			st.Reachable++
+		} else {
+			candidates = append(candidates, h)
+		}
+	}
+	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates))
+	if o.DryRun {
+		for _, h := range candidates {
+			st.Deleted++
+			st.BytesFreed += objs[h].size
+		}
+		st.Duration = time.Since(began)
+		return st, nil
+	}
+	order, children := r.parentsFirst(ctx, candidates)
+	spared := map[Hash]bool{}
+	spare := func(h Hash) {
+		stack := []Hash{h}
+		for len(stack) > 0 {
+			h := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if spared[h] {
+				continue
+			}
+			spared[h] = true
+			st.Spared++
+			stack = append(stack, children[h]...)
+		}
+	}
+	for start := 0; start < len(order); start += o.BatchSize {
+		if err := ctx.Err(); err != nil {
+			st.Duration = time.Since(began)
+			return st, fmt.Errorf("gc: sweep: %w", err)
+		}
+		batch := order[start:min(start+o.BatchSize, len(order))]
+		unlock, err := r.st.Lock(ctx, true)
+		if err != nil {
+			st.Duration = time.Since(began)
+			return st, fmt.Errorf("gc: sweep: %w", err)
+		}
+		for _, h := range batch {
+			if spared[h] {
+				continue
+			}
+			deleted, err := r.st.DeleteIfOlder(ctx, h, cutoff)
+			switch {
+			case err != nil:
+				st.Failures = append(st.Failures, fmt.Errorf("delete %s: %w", h, err))
+				spare(h)
+			case deleted:
+				st.Deleted++
+				st.BytesFreed += objs[h].size
+			default:
+				// Refreshed since the mark began, or gone already.
+				if ok, err := r.st.Has(ctx, h); err != nil || ok {
+					spare(h)
+				}
+			}
+		}
+		unlock()
+	}
+	pruned, err := r.raw.PruneLog(ctx, logCutoff)
+	st.LogEntriesPruned = pruned
+	st.Duration = time.Since(began)
+	if err != nil {
+		return st, fmt.Errorf("gc: prune ref logs: %w", err)
+	}
+	r.log.Info("gc done", "scanned", st.Scanned, "reachable", st.Reachable, "deleted", st.Deleted,
+		"bytes", st.BytesFreed, "spared", st.Spared, "failures", len(st.Failures), "duration", st.Duration)
+	return st, nil
+}
+
+// root is a node GC or fsck starts from, and why.
+type root struct {
+	hash Hash
+	from string
+}
+
+// refRoots lists every ref's target and every node named by a log entry at
+// or after logCutoff.
+func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error) {
+	var roots []root
+	for ref, err := range r.raw.List(ctx, "") {
+		if err != nil {
+			return nil, fmt.Errorf("list refs: %w", err)
+		}
+		roots = append(roots, root{hash: ref.Hash, from: "ref " + ref.Name})
+	}
+	cut := logCutoff.UnixMilli()
+	for name, err := range r.raw.Logs(ctx) {
+		if err != nil {
+			return nil, fmt.Errorf("list ref logs: %w", err)
+		}
+		entries, err := r.raw.Log(ctx, name)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue // pruned meanwhile
+			}
+			return nil, fmt.Errorf("read the log of %s: %w", name, err)
+		}
+		for _, e := range entries {
+			if e.Time < cut {
+				continue
+			}
+			for _, h := range []Hash{e.Old, e.New} {
+				if !h.IsZero() {
+					roots = append(roots, root{hash: h, from: "the log of ref " + name})
+				}
+			}
+		}
+	}
+	return roots, nil
+}
+
+// mark returns every node reachable from roots. A missing or corrupt
+// reachable node, or one whose edges cannot be found, is an error naming it
+// and the root it was reached from.
+func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error) {
+	marked := make(map[Hash]struct{}, len(roots))
+	type item struct {
+		h    Hash
+		root int // index in roots
+	}
+	var stack []item
+	for i, rt := range roots {
+		if _, ok := marked[rt.hash]; !ok {
+			marked[rt.hash] = struct{}{}
+			stack = append(stack, item{rt.hash, i})
+		}
+	}
+	for n := 0; len(stack) > 0; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		node, err := r.Get(ctx, it.h)
+		if err == nil {
+			var edges []Hash
+			if edges, err = r.edgeHashes(ctx, node); err == nil {
+				for _, e := range edges {
+					if _, ok := marked[e]; !ok {
+						marked[e] = struct{}{}
+						stack = append(stack, item{e, it.root})
+					}
+				}
+				continue
+			}
+		}
+		what := "unreadable"
+		switch {
+		case errors.Is(err, ErrNotFound):
+			what = "missing"
+		case errors.Is(err, ErrCorrupt):
+			what = "corrupt"
+		}
+		return nil, fmt.Errorf("reachable node %s (from %s) is %s: %w", it.h, roots[it.root].from, what, err)
+	}
+	return marked, nil
+}
+
+// parentsFirst orders candidates so that every node comes before the
+// candidates it reaches, and returns each candidate's candidate children.
+// A candidate that cannot be read or decoded has no known children.
+func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) ([]Hash, map[Hash][]Hash) {
+	isCand := make(map[Hash]bool, len(candidates))
+	for _, h := range candidates {
+		isCand[h] = true
+	}
+	children := make(map[Hash][]Hash)
+	indeg := make(map[Hash]int, len(candidates))
+	for _, h := range candidates {
+		n, err := r.Get(ctx, h)
+		if err != nil {
+			continue
+		}
+		edges, err := r.edgeHashes(ctx, n)
+		if err != nil {
+			continue
+		}
+		for _, e := range edges {
+			if isCand[e] {
+				children[h] = append(children[h], e)
+				indeg[e]++
+			}
+		}
+	}
+	order := make([]Hash, 0, len(candidates))
+	for _, h := range candidates {
+		if indeg[h] == 0 {
+			order = append(order, h)
+		}
+	}
+	for i := 0; i < len(order); i++ {
+		for _, c := range children[order[i]] {
+			if indeg[c]--; indeg[c] == 0 {
+				order = append(order, c)
+			}
+		}
+	}
+	if len(order) < len(candidates) { // a cycle: impossible for content addresses
+		placed := make(map[Hash]bool, len(order))
+		for _, h := range order {
+			placed[h] = true
+		}
+		for _, h := range candidates {
+			if !placed[h] {
+				order = append(order, h)
+			}
+		}
+	}
+	return order, children
+}

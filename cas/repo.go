@@ -1,0 +1,506 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// Options configure a [Repo]. The zero value (or nil) means the defaults.
+type Options struct {
+	// MaxNodeSize limits one node's encoded size; 0 means
+	// [DefaultMaxNodeSize].
+	MaxNodeSize int64
+	// Logger receives debug and info events; nil discards them.
+	Logger *slog.Logger
+}
+
+// schemaCacheSize bounds how many compiled schemas a Repo keeps.
+const schemaCacheSize = 1024
+
+// Repo is the typed layer over a backend's [Store] and [Refs]: it encodes
+// nodes, validates payloads against their schema nodes, checks that every
+// edge is present before storing a node (so a present node implies its whole
+// subgraph is present), keeps the built-in schemas, moves refs only to
+// present nodes, and walks, collects garbage and checks the store. Every
+// backend gets all of this for free.
+//
+// A Repo is safe for concurrent use. Writers hold the store-wide lock shared
+// around "check the edges, put" and around "refresh the target, move the
+// ref", so GC sweeps (which hold it exclusively) never interleave with them.
+type Repo struct {
+	st   Store
+	raw  Refs
+	refs *repoRefs
+	max  int64
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	schemas map[Hash]*Schema
+}
+
+// Open returns the typed layer over st and refs, first making sure the
+// meta-schema and the built-in schemas are stored and named by their
+// schemas/<name> refs (idempotently: nothing is written when they are). A
+// built-in whose stored bytes are corrupt is healed, and a built-in ref
+// moved elsewhere is moved back.
+func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error) {
+	r := &Repo{st: st, raw: refs, max: DefaultMaxNodeSize, schemas: map[Hash]*Schema{}}
+	if opts != nil && opts.MaxNodeSize > 0 {
+		r.max = opts.MaxNodeSize
+	}
+	if opts != nil && opts.Logger != nil {
+		r.log = opts.Logger.With("component", "cas")
+	} else {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.refs = &repoRefs{Refs: refs, r: r}
+	if err := r.ensureBuiltins(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Repo) ensureBuiltins(ctx context.Context) error {
+	for _, b := range builtins {
+		data, err := r.st.Get(ctx, b.Hash)
+		switch {
+		case err == nil && bytes.Equal(data, b.Node):
+		case err == nil || errorsIsAny(err, ErrNotFound, ErrCorrupt):
+			h, err := r.st.Put(ctx, b.Node)
+			if err != nil {
+				return fmt.Errorf("store built-in schema %s: %w", b.Name, err)
+			}
+			if h != b.Hash {
+				return fmt.Errorf("store built-in schema %s: the store returned %s, want %s", b.Name, h, b.Hash)
+			}
+			r.log.Info("stored built-in schema", "name", b.Name, "hash", b.Hash)
+		default:
+			return fmt.Errorf("read built-in schema %s: %w", b.Name, err)
+		}
+		if err := r.ensureRef(ctx, "schemas/"+b.Name, b.Hash, "built-in schema "+b.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureRef makes ref name point at h, creating or moving it if needed.
+func (r *Repo) ensureRef(ctx context.Context, name string, h Hash, what string) error {
+	for range 5 {
+		cur, err := r.raw.Get(ctx, name)
+		switch {
+		case err == nil && cur == h:
+			return nil
+		case err == nil:
+			err = r.raw.CompareAndSwap(ctx, name, cur, h, "restore "+what)
+		case errors.Is(err, ErrNotFound):
+			err = r.raw.CompareAndSwap(ctx, name, 0, h, "create "+what)
+		default:
+			return fmt.Errorf("read ref %s: %w", name, err)
+		}
+		if err == nil || errors.Is(err, ErrConflict) {
+			continue // re-read: someone else may have set it
+		}
+		return fmt.Errorf("set ref %s: %w", name, err)
+	}
+	return fmt.Errorf("set ref %s: it keeps moving", name)
+}
+
+// Store returns the backend's object store. Writing to it directly skips
+// validation and the edge check.
+func (r *Repo) Store() Store { return r.st }
+
+// Refs returns the refs, wrapped so that CompareAndSwap to a non-zero new
+// value first refreshes the target's age, under the store-wide shared lock,
+// and fails with an error wrapping [ErrNotFound] if the target is absent. A
+// ref therefore only ever points at a present node.
+func (r *Repo) Refs() Refs { return r.refs }
+
+// MaxNodeSize returns the limit on one node's encoded size.
+func (r *Repo) MaxNodeSize() int64 { return r.max }
+
+// Get reads and decodes the node at h. Errors wrap [ErrNotFound],
+// [ErrCorrupt] or, for bytes that are not a node, [ErrInvalid].
+func (r *Repo) Get(ctx context.Context, h Hash) (Node, error) {
+	data, err := r.st.Get(ctx, h)
+	if err != nil {
+		return Node{}, err
+	}
+	n, err := DecodeNode(data)
+	if err != nil {
+		return Node{}, &ObjectError{Op: "get", Hash: h, Err: err}
+	}
+	return n, nil
+}
+
+// Schema returns the compiled schema of the schema node at h, cached. For
+// [MetaSchema] it returns the meta-schema, whose payloads are schemas. The
+// error wraps [ErrNotFound] if h is absent and [ErrInvalid] if it is not a
+// schema node.
+func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
+	if h == MetaSchema {
+		return metaSchema, nil
+	}
+	r.mu.Lock()
+	s, ok := r.schemas[h]
+	r.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	n, err := r.Get(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", h, err)
+	}
+	if n.Type != MetaSchema {
+		return nil, fmt.Errorf("schema %s: %w: not a schema node (its type is %s)", h, ErrInvalid, n.Type)
+	}
+	s, err = CompileSchema(n.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", h, err)
+	}
+	r.mu.Lock()
+	if len(r.schemas) >= schemaCacheSize {
+		for k := range r.schemas {
+			delete(r.schemas, k)
+			break
+		}
+	}
+	r.schemas[h] = s
+	r.mu.Unlock()
+	return s, nil
+}
+
+// prepared is a node checked and encoded, ready to store.
+type prepared struct {
+	data  []byte
+	hash  Hash
+	edges []Edge // type first, then the payload's, paths as in Repo.Edges
+}
+
+// prepare encodes n and checks it against its schema without storing it:
+// the size limit, the zero type reserved for the meta-schema node, the
+// payload valid against the schema node n.Type.
+func (r *Repo) prepare(ctx context.Context, n Node) (prepared, error) {
+	payload, err := ToValue(n.Payload)
+	if err != nil {
+		return prepared{}, err
+	}
+	n.Payload = payload
+	data, err := n.Encode()
+	if err != nil {
+		return prepared{}, err
+	}
+	if int64(len(data)) > r.max {
+		return prepared{}, fmt.Errorf("%w: node is %d bytes, the limit is %d", ErrTooLarge, len(data), r.max)
+	}
+	p := prepared{data: data, hash: Sum(data)}
+	if n.Type.IsZero() {
+		if !bytes.Equal(data, metaBytes) {
+			return prepared{}, fmt.Errorf("%w: only the meta-schema node may have the zero type", ErrInvalid)
+		}
+		return p, nil
+	}
+	s, err := r.Schema(ctx, n.Type)
+	if err != nil {
+		return prepared{}, fmt.Errorf("type: %w", err)
+	}
+	if err := s.Validate(payload); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.Schema = n.Type
+		}
+		return prepared{}, err
+	}
+	p.edges = append(p.edges, Edge{Hash: n.Type, Path: "type"})
+	for _, e := range s.Edges(payload) {
+		if e.Hash != n.Type {
+			p.edges = append(p.edges, Edge{Hash: e.Hash, Path: "payload" + e.Path})
+		}
+	}
+	return p, nil
+}
+
+// Check validates n as [Repo.PutNode] would, without storing it: the size
+// limit, the schema, and every edge present (without refreshing ages). It
+// returns the hash n would have.
+func (r *Repo) Check(ctx context.Context, n Node) (Hash, error) {
+	p, err := r.prepare(ctx, n)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range p.edges {
+		ok, err := r.st.Has(ctx, e.Hash)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, &EdgeError{Edge: e.Hash, Path: e.Path}
+		}
+	}
+	return p.hash, nil
+}
+
+// Put stores a node of type typ with the given payload and returns its
+// hash; see [Repo.PutNode].
+func (r *Repo) Put(ctx context.Context, typ Hash, payload any) (Hash, error) {
+	return r.PutNode(ctx, Node{Type: typ, Payload: payload})
+}
+
+// PutNode validates n against its schema node, checks that every edge is
+// present (refreshing each one's age, so GC keeps it), and stores it,
+// returning its hash. Re-putting a present node refreshes its age. Errors:
+// a *[ValidationError] for a payload its schema rejects; an *[EdgeError]
+// (wrapping [ErrNotFound]) for an absent edge; [ErrNotFound] for an absent
+// type; [ErrTooLarge] past [Repo.MaxNodeSize]; [ErrInvalid] for a type that
+// is not a schema or a payload that cannot be encoded. Nothing is stored
+// on error.
+func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
+	p, err := r.prepare(ctx, n)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := r.st.Lock(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	for _, e := range p.edges {
+		if err := r.st.Touch(ctx, e.Hash); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return 0, &EdgeError{Edge: e.Hash, Path: e.Path}
+			}
+			return 0, err
+		}
+	}
+	h, err := r.st.Put(ctx, p.data)
+	if err != nil {
+		return 0, err
+	}
+	if h != p.hash {
+		return 0, fmt.Errorf("put node: the store returned %s, want %s", h, p.hash)
+	}
+	return h, nil
+}
+
+// PutNodes stores nodes as [Repo.PutNode] does, with one flush point for
+// the whole batch when the backend has one ([BatchPutter]). An edge may
+// point at a node earlier in the same batch (children first). If any node
+// fails, the error names the first failure; the others may have been
+// stored.
+func (r *Repo) PutNodes(ctx context.Context, nodes []Node) ([]Hash, error) {
+	hs, errs := r.PutEach(ctx, nodes)
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("node %d of %d: %w", i+1, len(nodes), err)
+		}
+	}
+	return hs, nil
+}
+
+// PutEach stores nodes as [Repo.PutNodes] does, but reports each node's
+// own error: errs[i] is nil if nodes[i] was stored and hs[i] is its hash. A
+// node whose edge is a failed node of the same batch fails too. The good
+// nodes are stored with one flush point.
+func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []error) {
+	hs = make([]Hash, len(nodes))
+	errs = make([]error, len(nodes))
+	ps := make([]prepared, len(nodes))
+	for i, n := range nodes {
+		ps[i], errs[i] = r.prepare(ctx, n)
+	}
+	unlock, err := r.st.Lock(ctx, false)
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return hs, errs
+	}
+	defer unlock()
+	// in: hashes of this batch that will be stored, by the first index.
+	in := make(map[Hash]int, len(nodes))
+	touched := make(map[Hash]error)
+	var data [][]byte
+	var idx []int
+	for i, p := range ps {
+		if errs[i] != nil {
+			continue
+		}
+		for _, e := range p.edges {
+			if j, ok := in[e.Hash]; ok && j < i {
+				continue
+			}
+			err, done := touched[e.Hash]
+			if !done {
+				err = r.st.Touch(ctx, e.Hash)
+				touched[e.Hash] = err
+			}
+			if err != nil {
+				if errors.Is(err, ErrNotFound) {
+					err = &EdgeError{Edge: e.Hash, Path: e.Path}
+				}
+				errs[i] = err
+				break
+			}
+		}
+		if errs[i] != nil {
+			continue
+		}
+		if _, dup := in[p.hash]; !dup {
+			in[p.hash] = i
+			data = append(data, p.data)
+			idx = append(idx, i)
+		}
+	}
+	stored, err := PutBatch(ctx, r.st, data)
+	for k, i := range idx {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case stored[k] != ps[i].hash:
+			errs[i] = fmt.Errorf("put node: the store returned %s, want %s", stored[k], ps[i].hash)
+		}
+	}
+	for i, p := range ps {
+		if errs[i] != nil {
+			continue
+		}
+		if j := in[p.hash]; errs[j] != nil {
+			errs[i] = errs[j]
+		} else {
+			hs[i] = p.hash
+		}
+	}
+	return hs, errs
+}
+
+// Edges returns a node's edges with where each stands: {n.Type, "type"}
+// first (none for the zero type), then every cas_ref in the payload as
+// {hash, "payload" + JSON pointer}, in path order, each hash once.
+func (r *Repo) Edges(ctx context.Context, n Node) ([]Edge, error) {
+	if n.Type.IsZero() {
+		return nil, nil
+	}
+	out := []Edge{{Hash: n.Type, Path: "type"}}
+	s, err := r.Schema(ctx, n.Type)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range s.Edges(n.Payload) {
+		if e.Hash != n.Type {
+			out = append(out, Edge{Hash: e.Hash, Path: "payload" + e.Path})
+		}
+	}
+	return out, nil
+}
+
+// edgeHashes is Edges without paths, the form walk, GC and fsck use.
+func (r *Repo) edgeHashes(ctx context.Context, n Node) ([]Hash, error) {
+	if n.Type.IsZero() {
+		return nil, nil
+	}
+	if n.Type == MetaSchema {
+		return []Hash{MetaSchema}, nil
+	}
+	s, err := r.Schema(ctx, n.Type)
+	if err != nil {
+		return nil, err
+	}
+	out := []Hash{n.Type}
+	for _, e := range s.Edges(n.Payload) {
+		if e.Hash != n.Type {
+			out = append(out, e.Hash)
+		}
+	}
+	return out, nil
+}
+
+// ResolveType turns a type as people give it into a schema hash: a schema
+// name (the ref schemas/<name>; "meta" is the meta-schema), tried first,
+// else a hash of a schema node (or the meta-schema's). The error wraps
+// [ErrNotFound] if there is no such schema, [ErrInvalid] if the hash is a
+// node that is not a schema, and [ErrInvalidHash] if s is neither a valid
+// schema name nor a hash.
+func (r *Repo) ResolveType(ctx context.Context, s string) (Hash, error) {
+	nameOK := ValidateRefName("schemas/"+s) == nil
+	if nameOK {
+		h, err := r.raw.Get(ctx, "schemas/"+s)
+		if err == nil {
+			return h, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+	}
+	h, perr := ParseHash(s)
+	if perr != nil {
+		if nameOK {
+			return 0, fmt.Errorf("type %q: no schema has that name: %w", s, ErrNotFound)
+		}
+		return 0, fmt.Errorf("type %q is neither a schema name nor a hash: %w", s, perr)
+	}
+	if _, err := r.Schema(ctx, h); err != nil {
+		return 0, fmt.Errorf("type %s: %w", h, err)
+	}
+	return h, nil
+}
+
+// PutSchema registers a user schema: it stores payload as a schema node
+// (see [CompileSchema] for what is accepted) and moves the ref
+// schemas/<name> to it, logging "schema put <name>". Putting the schema a
+// name already has changes nothing. Built-in names are reserved (the error
+// wraps [ErrInvalid]); a name that clashes with another schema's is a
+// *[ConflictError].
+func (r *Repo) PutSchema(ctx context.Context, name string, payload any) (Hash, error) {
+	ref := "schemas/" + name
+	if err := ValidateRefName(ref); err != nil {
+		return 0, err
+	}
+	if IsBuiltinName(name) {
+		return 0, fmt.Errorf("%w: schema name %q is reserved for a built-in schema", ErrInvalid, name)
+	}
+	h, err := r.Put(ctx, MetaSchema, payload)
+	if err != nil {
+		return 0, err
+	}
+	cur, err := r.raw.Get(ctx, ref)
+	switch {
+	case err == nil && cur == h:
+		return h, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return 0, err
+	}
+	if err := r.refs.CompareAndSwap(ctx, ref, cur, h, "schema put "+name); err != nil {
+		return 0, err
+	}
+	return h, nil
+}
+
+// repoRefs is Refs with ref moves that refresh, and require, the target.
+type repoRefs struct {
+	Refs
+	r *Repo
+}
+
+func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error {
+	if new.IsZero() {
+		return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
+	}
+	if err := ValidateRefName(name); err != nil {
+		return err
+	}
+	unlock, err := rr.r.st.Lock(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := rr.r.st.Touch(ctx, new); err != nil {
+		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
+	}
+	return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
+}

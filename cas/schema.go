@@ -1,0 +1,511 @@
+package cas
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Draft2020 is the only JSON Schema dialect uwf accepts as a "$schema".
+const Draft2020 = "https://json-schema.org/draft/2020-12/schema"
+
+// FormatRef is the JSON Schema format of a string that holds a hash: an edge
+// of the Merkle graph.
+const FormatRef = "cas_ref"
+
+// schemaURL is where a compiled schema pretends to live; nothing is ever
+// loaded from it.
+const schemaURL = "uwf:///schema.json"
+
+// Schema is a compiled schema node: a JSON Schema (draft 2020-12) that
+// validates payloads and finds their edges. A Schema is immutable and safe
+// for concurrent use.
+type Schema struct {
+	doc     any // the schema node's payload
+	s       *jsonschema.Schema
+	meta    bool // the meta-schema: payloads are schemas
+	hasRefs bool // some cas_ref is reachable where edges are followed
+}
+
+// CompileSchema compiles a schema node's payload: a JSON Schema, draft
+// 2020-12 only ("$schema", wherever it appears, must name it), with remote
+// and file loading switched off, so a "$ref" may only point inside the
+// schema. The format "cas_ref" is asserted, and a schema that puts it
+// anywhere edges are not followed (under "not", "contains",
+// "propertyNames", "dependentSchemas", "unevaluatedProperties",
+// "unevaluatedItems", "$dynamicRef", ...) is rejected. Errors wrap
+// [ErrInvalid].
+func CompileSchema(payload any) (*Schema, error) {
+	doc, err := ToValue(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema: %w", ErrInvalid, err)
+	}
+	switch doc.(type) {
+	case map[string]any, bool:
+	default:
+		return nil, fmt.Errorf("%w: a schema is a JSON object or a boolean, not %s", ErrInvalid, jsonKind(doc))
+	}
+	if err := checkDialect(doc, ""); err != nil {
+		return nil, err
+	}
+	data, err := Canonical(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema: %w", ErrInvalid, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.Formats = map[string]func(any) bool{FormatRef: isRefValue}
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("%q is outside the schema (remote and file loading are off)", url)
+	}
+	if err := c.AddResource(schemaURL, bytes.NewReader(data)); err != nil {
+		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
+	}
+	s, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
+	}
+	sc := &Schema{doc: doc, s: s}
+	w := refWalker{seen: map[refVisit]bool{}}
+	if err := w.walk(s, true); err != nil {
+		return nil, err
+	}
+	sc.hasRefs = w.found
+	return sc, nil
+}
+
+// metaSchema is the [Schema] of the meta-schema: a payload is valid if it
+// compiles as a schema.
+var metaSchema = &Schema{meta: true}
+
+func isRefValue(v any) bool {
+	s, ok := v.(string)
+	return !ok || IsCanonicalHash(s)
+}
+
+// checkDialect rejects a "$schema" other than draft 2020-12 anywhere in doc.
+func checkDialect(doc any, at string) error {
+	switch d := doc.(type) {
+	case map[string]any:
+		if v, ok := d["$schema"]; ok {
+			s, _ := v.(string)
+			if strings.TrimSuffix(s, "#") != Draft2020 {
+				where := ""
+				if at != "" {
+					where = " at " + at
+				}
+				return fmt.Errorf("%w: schema: $schema%s is %s: only draft 2020-12 (%s) is supported", ErrInvalid, where, short(v), Draft2020)
+			}
+		}
+		for k, v := range d {
+			if err := checkDialect(v, at+"/"+escapePointer(k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, v := range d {
+			if err := checkDialect(v, at+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// schemaErrorText shortens the compiler's messages: the resource URL is ours.
+func schemaErrorText(err error) string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		leaf := ve
+		for len(leaf.Causes) > 0 {
+			leaf = leaf.Causes[0]
+		}
+		at := leaf.InstanceLocation
+		if at == "" {
+			at = "/"
+		}
+		return fmt.Sprintf("not a valid JSON Schema: at %s: %s", at, leaf.Message)
+	}
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "jsonschema "+schemaURL+" compilation failed: ", "")
+	msg = strings.ReplaceAll(msg, "jsonschema: ", "")
+	msg = strings.ReplaceAll(msg, schemaURL, "")
+	return msg
+}
+
+// refVisit is a (schema, allowed) pair already walked by refWalker.
+type refVisit struct {
+	s       *jsonschema.Schema
+	allowed bool
+}
+
+// refWalker looks for "format": "cas_ref" in a compiled schema: allowed
+// where edges are followed, an error anywhere else.
+type refWalker struct {
+	seen  map[refVisit]bool
+	found bool
+}
+
+func (w *refWalker) walk(s *jsonschema.Schema, allowed bool) error {
+	if s == nil || w.seen[refVisit{s, allowed}] {
+		return nil
+	}
+	w.seen[refVisit{s, allowed}] = true
+	if s.Format == FormatRef {
+		if !allowed {
+			return fmt.Errorf("%w: schema: %q at %s is where edges are not followed (only properties, patternProperties, additionalProperties, items, prefixItems, $ref/$defs, anyOf, oneOf, allOf and if/then/else are)",
+				ErrInvalid, "format: "+FormatRef, schemaLocation(s))
+		}
+		w.found = true
+	}
+	follow := []*jsonschema.Schema{s.Ref, s.Items2020, s.If, s.Then, s.Else}
+	follow = append(follow, s.PrefixItems...)
+	follow = append(follow, s.AllOf...)
+	follow = append(follow, s.AnyOf...)
+	follow = append(follow, s.OneOf...)
+	for _, k := range sortedKeys(s.Properties) {
+		follow = append(follow, s.Properties[k])
+	}
+	for _, p := range s.PatternProperties {
+		follow = append(follow, p)
+	}
+	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		follow = append(follow, ap)
+	}
+	for _, c := range follow {
+		if err := w.walk(c, allowed); err != nil {
+			return err
+		}
+	}
+	closed := []*jsonschema.Schema{s.Not, s.PropertyNames, s.UnevaluatedProperties, s.Contains,
+		s.UnevaluatedItems, s.ContentSchema, s.DynamicRef, s.RecursiveRef}
+	if ai, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+		closed = append(closed, ai)
+	}
+	switch it := s.Items.(type) {
+	case *jsonschema.Schema:
+		closed = append(closed, it)
+	case []*jsonschema.Schema:
+		closed = append(closed, it...)
+	}
+	for _, k := range sortedKeys(s.DependentSchemas) {
+		closed = append(closed, s.DependentSchemas[k])
+	}
+	for _, d := range s.Dependencies {
+		if ds, ok := d.(*jsonschema.Schema); ok {
+			closed = append(closed, ds)
+		}
+	}
+	for _, c := range closed {
+		if err := w.walk(c, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func schemaLocation(s *jsonschema.Schema) string {
+	_, frag, _ := strings.Cut(s.Location, "#")
+	if frag == "" {
+		return "/"
+	}
+	return frag
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Doc returns the schema's JSON document (the schema node's payload); nil
+// for the meta-schema. The caller must not modify it.
+func (s *Schema) Doc() any { return s.doc }
+
+// HasEdges reports whether payloads of this schema can hold edges (some
+// "cas_ref" is reachable where edges are followed).
+func (s *Schema) HasEdges() bool { return s.hasRefs }
+
+// Validate checks a payload (plain JSON values) against the schema. For the
+// meta-schema, the payload must compile with [CompileSchema]. The error is
+// a *[ValidationError] (wrapping [ErrInvalid]) listing every violation.
+func (s *Schema) Validate(payload any) error {
+	if s.meta {
+		_, err := CompileSchema(payload)
+		return err
+	}
+	err := s.s.Validate(payload)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	out := &ValidationError{}
+	collectViolations(ve, payload, &out.Violations)
+	return out
+}
+
+// ValidationError reports a payload that its schema rejects. It wraps
+// [ErrInvalid]. Schema is set by the typed layer ([Repo]) when it knows the
+// schema node's hash.
+type ValidationError struct {
+	Schema     Hash
+	Violations []Violation
+}
+
+// Violation is one way a value fails its schema.
+type Violation struct {
+	Path       string // JSON pointer to the offending value in the payload ("" for the payload itself)
+	SchemaPath string // JSON pointer to the failing keyword in the schema
+	Message    string // what is wrong, from the validator
+	Value      any    // the offending value
+}
+
+func (v Violation) String() string {
+	at := v.Path
+	if at == "" {
+		at = "/"
+	}
+	return fmt.Sprintf("at %s: %s (value %s; schema %s)", at, v.Message, short(v.Value), v.SchemaPath)
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("payload does not match schema")
+	if !e.Schema.IsZero() {
+		b.WriteString(" " + e.Schema.String())
+	}
+	for i, v := range e.Violations {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns [ErrInvalid].
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// collectViolations flattens the validator's tree into its leaves, the
+// most specific reasons, without repeating one.
+func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Violation) {
+	if len(ve.Causes) == 0 {
+		v := Violation{Path: ve.InstanceLocation, SchemaPath: ve.KeywordLocation, Message: ve.Message}
+		if v.SchemaPath == "" {
+			v.SchemaPath = "/"
+		}
+		v.Value, _ = lookupPointer(payload, ve.InstanceLocation)
+		for _, o := range *out {
+			if o.Path == v.Path && o.SchemaPath == v.SchemaPath && o.Message == v.Message {
+				return
+			}
+		}
+		*out = append(*out, v)
+		return
+	}
+	for _, c := range ve.Causes {
+		collectViolations(c, payload, out)
+	}
+}
+
+// lookupPointer returns the value at a JSON pointer.
+func lookupPointer(v any, ptr string) (any, bool) {
+	if ptr == "" {
+		return v, true
+	}
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// short renders a value for an error message, cut to a readable length.
+func short(v any) string {
+	b, err := Canonical(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	const max = 80
+	if len(b) > max {
+		return string(b[:max-3]) + "..."
+	}
+	return string(b)
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Edges returns the edges in a payload that is valid against the schema:
+// every string reached through properties, patternProperties,
+// additionalProperties, items, prefixItems and $ref, and through the
+// branches of anyOf, oneOf, allOf and if/then/else that the value validates
+// against, whose schema says "format": "cas_ref". Paths are JSON pointers
+// below the payload; edges come in path order (object keys sorted, array
+// items by index), each hash once. An invalid payload gives no error, only
+// the edges found; a string that is not a canonical hash is skipped.
+func (s *Schema) Edges(payload any) []Edge {
+	if s.meta || !s.hasRefs {
+		return nil
+	}
+	var out []Edge
+	collectEdges(s.s, payload, "", &out, 0)
+	if len(out) == 0 {
+		return nil
+	}
+	sort.SliceStable(out, func(i, j int) bool { return comparePointers(out[i].Path, out[j].Path) < 0 })
+	seen := make(map[Hash]bool, len(out))
+	kept := out[:0]
+	for _, e := range out {
+		if !seen[e.Hash] {
+			seen[e.Hash] = true
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// maxEdgeDepth bounds the recursion of collectEdges (a $ref cycle applied to
+// a deeply nested value).
+const maxEdgeDepth = 2 * MaxDepth
+
+func collectEdges(s *jsonschema.Schema, v any, path string, out *[]Edge, depth int) {
+	if s == nil || depth > maxEdgeDepth {
+		return
+	}
+	depth++
+	if s.Format == FormatRef {
+		if str, ok := v.(string); ok {
+			if h, err := ParseCanonicalHash(str); err == nil {
+				*out = append(*out, Edge{Hash: h, Path: path})
+			}
+		}
+	}
+	collectEdges(s.Ref, v, path, out, depth)
+	switch x := v.(type) {
+	case map[string]any:
+		if len(s.Properties) == 0 && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
+			break
+		}
+		for _, k := range sortedKeys(x) {
+			child := x[k]
+			cp := path + "/" + escapePointer(k)
+			matched := false
+			if ps, ok := s.Properties[k]; ok {
+				matched = true
+				collectEdges(ps, child, cp, out, depth)
+			}
+			for re, ps := range s.PatternProperties {
+				if matchPattern(re, k) {
+					matched = true
+					collectEdges(ps, child, cp, out, depth)
+				}
+			}
+			if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok && !matched {
+				collectEdges(ap, child, cp, out, depth)
+			}
+		}
+	case []any:
+		for i, child := range x {
+			cp := path + "/" + strconv.Itoa(i)
+			if i < len(s.PrefixItems) {
+				collectEdges(s.PrefixItems[i], child, cp, out, depth)
+			} else if s.Items2020 != nil {
+				collectEdges(s.Items2020, child, cp, out, depth)
+			}
+		}
+	}
+	for _, b := range s.AllOf {
+		collectEdges(b, v, path, out, depth)
+	}
+	for _, b := range s.AnyOf {
+		if b.Validate(v) == nil {
+			collectEdges(b, v, path, out, depth)
+		}
+	}
+	for _, b := range s.OneOf {
+		if b.Validate(v) == nil {
+			collectEdges(b, v, path, out, depth)
+		}
+	}
+	if s.If != nil {
+		if s.If.Validate(v) == nil {
+			collectEdges(s.If, v, path, out, depth)
+			collectEdges(s.Then, v, path, out, depth)
+		} else {
+			collectEdges(s.Else, v, path, out, depth)
+		}
+	}
+}
+
+func matchPattern(re *regexp.Regexp, s string) bool { return re.MatchString(s) }
+
+// comparePointers orders JSON pointers segment by segment, numbers
+// (array indexes) numerically.
+func comparePointers(a, b string) int {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] == bs[i] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(as[i])
+		bi, berr := strconv.Atoi(bs[i])
+		if aerr == nil && berr == nil {
+			return ai - bi
+		}
+		return strings.Compare(as[i], bs[i])
+	}
+	return len(as) - len(bs)
+}

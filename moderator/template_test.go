@@ -252,3 +252,21 @@ func TestFieldsErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{"plain", "plain"},
+		{3.5, "3.5"},
+		{nil, "null"},
+		{[]any{}, "[]"},
+		{[]any{"a", "b"}, "- a\n- b"},
+		{map[string]any{"status": "done", "steps": []any{"x"}}, "status: done\nsteps:\n  - x"},
+	} {
+		if got := moderator.Text(tc.in); got != tc.want {
+			t.Errorf("Text(%#v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,12 @@ import (
 // a cyclic Go value from overflowing the stack.
 const maxDepth = 100
 
+// Text renders a value as a template field renders it (see the package
+// doc): scalars as text, arrays and objects as indented lines. Unlike a
+// template field, a block does not start with a line break. Text is what
+// thread uses to show a step's output to people and agents.
+func Text(v any) string { return strings.TrimPrefix(text(v), "\n") }
+
 // text renders a value found by a template field (see the package doc).
 func text(v any) string {
 	v = plain(v, 0)

@@ -1,0 +1,28 @@
+// Package thread is uwf's thread engine: start, step and mark nodes chained
+// with skip-list ancestor pointers, thread heads moved by compare-and-swap,
+// forks, reading, replay, and the step loop that runs agents (SPEC §5).
+//
+// # Vocabulary
+//
+//   - A start node begins a thread: the workflow, the user's prompt and the
+//     working folder. Identical starts share one node. Its depth is 0.
+//   - A step node records one role's work: its typed output and a detail
+//     node (the assembled prompt, the raw output, timings).
+//   - A mark node records a lifecycle event in the chain: done, killed,
+//     suspended, resumed.
+//   - Steps and marks carry chain fields: start, prev (null for the first),
+//     depth, and skip pointers: Skip[k-1] is the ancestor at distance 2^k,
+//     for k = 1..10, when that ancestor is a step or mark. With them any
+//     ancestor within 2^11 is reached in O(log distance) reads.
+//   - A thread is a ULID and one ref, threads/<ulid>, pointing at its head.
+//     Its status is read from the head: active for a start, a step or a
+//     resumed mark, else the mark's kind.
+//
+// # Concurrency
+//
+// An [Engine] is safe for concurrent use, and any number of engines in any
+// number of processes may share a store: every change of a thread is one
+// compare-and-swap of its ref from the new node's prev (or its start), so
+// two writers racing on one thread cannot both win; the loser gets a
+// *[ConflictError] naming the current head, and its nodes stay until GC.
+package thread

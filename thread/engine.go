@@ -1,0 +1,533 @@
+package thread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// Ref-name prefixes of threads and of their failure records.
+const (
+	ThreadPrefix  = "threads/"
+	FailurePrefix = "failures/"
+)
+
+// ErrInvalidID is wrapped by errors about text that is not a thread ID (a
+// ULID). It wraps [cas.ErrInvalidRefName].
+var ErrInvalidID = fmt.Errorf("%w: invalid thread id", cas.ErrInvalidRefName)
+
+// ErrNotActive is returned when a thread cannot be stepped: it is done,
+// killed or suspended.
+var ErrNotActive = errors.New("thread is not active")
+
+// ConflictError reports a commit that lost a race: the thread's head was no
+// longer the node the commit follows. It wraps [cas.ErrConflict]; the new
+// node stays in the store until GC.
+type ConflictError struct {
+	Thread   string
+	Expected cas.Hash // the head the commit followed
+	Current  cas.Hash // the head now (zero: the thread was removed)
+}
+
+func (e *ConflictError) Error() string {
+	if e.Current.IsZero() {
+		return fmt.Sprintf("thread %s: it was removed while committing after %s", e.Thread, e.Expected)
+	}
+	return fmt.Sprintf("thread %s moved: its head is %s, not %s", e.Thread, e.Current, e.Expected)
+}
+
+// Unwrap returns [cas.ErrConflict].
+func (e *ConflictError) Unwrap() error { return cas.ErrConflict }
+
+// Options configure an [Engine]; nil means defaults.
+type Options struct {
+	// Now is the clock of step and mark times; nil means time.Now.
+	Now func() time.Time
+	// NewID makes thread IDs; nil means ulid.Make.
+	NewID func() ulid.ULID
+	// Logger receives debug and info events; nil discards them.
+	Logger *slog.Logger
+	// CacheSize bounds the decoded chain nodes kept in memory; 0 means
+	// 4096, a negative value disables the cache.
+	CacheSize int
+}
+
+// Engine creates, reads, forks and moves threads in a store, and runs their
+// steps. It is safe for concurrent use; several engines (in several
+// processes) may work on one store: every change of a thread is one
+// compare-and-swap of its ref.
+type Engine struct {
+	repo  *cas.Repo
+	refs  cas.Refs
+	now   func() time.Time
+	newID func() ulid.ULID
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	cache     map[cas.Hash]*Node
+	cacheSize int
+}
+
+// New returns an engine over repo.
+func New(repo *cas.Repo, opts *Options) *Engine {
+	e := &Engine{repo: repo, refs: repo.Refs(), now: time.Now, newID: ulid.Make,
+		cacheSize: 4096, cache: map[cas.Hash]*Node{}}
+	if opts != nil {
+		if opts.Now != nil {
+			e.now = opts.Now
+		}
+		if opts.NewID != nil {
+			e.newID = opts.NewID
+		}
+		if opts.CacheSize != 0 {
+			e.cacheSize = opts.CacheSize
+		}
+		if opts.Logger != nil {
+			e.log = opts.Logger.With("component", "thread")
+		}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e
+}
+
+// Repo returns the store the engine works on.
+func (e *Engine) Repo() *cas.Repo { return e.repo }
+
+// Node reads and decodes a start, step or mark node, through the cache.
+func (e *Engine) Node(ctx context.Context, h cas.Hash) (*Node, error) { return e.node(ctx, h, true) }
+
+// node reads a chain node; keep says whether to add it to the cache (long
+// iterations do not, so they do not evict the nodes steps need).
+func (e *Engine) node(ctx context.Context, h cas.Hash, keep bool) (*Node, error) {
+	if e.cacheSize > 0 {
+		e.mu.Lock()
+		n, ok := e.cache[h]
+		e.mu.Unlock()
+		if ok {
+			return n, nil
+		}
+	}
+	cn, err := e.repo.Get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	n, err := DecodeNode(h, cn)
+	if err != nil {
+		return nil, err
+	}
+	if keep && e.cacheSize > 0 {
+		e.mu.Lock()
+		if len(e.cache) >= e.cacheSize {
+			for k := range e.cache {
+				delete(e.cache, k)
+				break
+			}
+		}
+		e.cache[h] = n
+		e.mu.Unlock()
+	}
+	return n, nil
+}
+
+func (e *Engine) nowMs() int64 { return e.now().UnixMilli() }
+
+// ParseID checks a thread ID: a ULID of 26 Crockford Base32 characters. It
+// returns the canonical (upper-case) form; the error wraps [ErrInvalidID].
+func ParseID(s string) (string, error) {
+	id, err := ulid.ParseStrict(strings.ToUpper(s))
+	if err != nil {
+		return "", fmt.Errorf("%w %q: %v", ErrInvalidID, s, err)
+	}
+	return id.String(), nil
+}
+
+func refName(id string) string { return ThreadPrefix + id }
+
+// Head returns a thread's head. The error wraps [ErrInvalidID] for a bad ID
+// and [cas.ErrNotFound] for no such thread.
+func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return 0, err
+	}
+	h, err := e.refs.Get(ctx, refName(id))
+	if err != nil {
+		if errors.Is(err, cas.ErrNotFound) {
+			return 0, fmt.Errorf("thread %s: %w", id, cas.ErrNotFound)
+		}
+		return 0, err
+	}
+	return h, nil
+}
+
+// Start begins a thread: it stores the start node (identical starts share
+// one) and creates the ref threads/<id>, logging "start". It runs nothing.
+func (e *Engine) Start(ctx context.Context, workflow cas.Hash, prompt, cwd string) (id string, head cas.Hash, err error) {
+	wn, err := e.repo.Get(ctx, workflow)
+	if err != nil {
+		return "", 0, fmt.Errorf("start: workflow %s: %w", workflow, err)
+	}
+	if wn.Type != cas.WorkflowSchema {
+		return "", 0, fmt.Errorf("start: %s: %w: not a workflow node", workflow, cas.ErrInvalid)
+	}
+	s := &Start{Workflow: workflow, Prompt: prompt, Cwd: cwd}
+	head, err = e.repo.Put(ctx, cas.StartSchema, s.Payload())
+	if err != nil {
+		return "", 0, fmt.Errorf("start: %w", err)
+	}
+	id = e.newID().String()
+	if err := e.refs.CompareAndSwap(ctx, refName(id), 0, head, "start"); err != nil {
+		return "", 0, fmt.Errorf("start: %w", err)
+	}
+	return id, head, nil
+}
+
+// Commit moves thread id to the step or mark node h, already stored: one
+// compare-and-swap of threads/<id> from h's prev (or from its start when
+// prev is null), logged with message. A thread that moved meanwhile fails
+// with a *[ConflictError] naming its current head, and nothing changes.
+func (e *Engine) Commit(ctx context.Context, id string, h cas.Hash, message string) error {
+	id, err := ParseID(id)
+	if err != nil {
+		return err
+	}
+	n, err := e.Node(ctx, h)
+	if err != nil {
+		return err
+	}
+	c := n.Chain()
+	if c == nil {
+		return fmt.Errorf("commit %s: %w: a start node cannot follow anything", h, cas.ErrInvalid)
+	}
+	from := c.Prev
+	if from.IsZero() {
+		from = c.Start
+	}
+	err = e.refs.CompareAndSwap(ctx, refName(id), from, h, message)
+	var ce *cas.ConflictError
+	if errors.As(err, &ce) {
+		return &ConflictError{Thread: id, Expected: from, Current: ce.Current}
+	}
+	if err != nil {
+		return fmt.Errorf("commit to thread %s: %w", id, err)
+	}
+	return nil
+}
+
+// appendMark adds a mark after the thread's current head.
+func (e *Engine) appendMark(ctx context.Context, id string, kind, reason string, detail cas.Hash) (cas.Hash, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	return e.appendMarkAfter(ctx, id, hn, kind, reason, detail)
+}
+
+func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash) (cas.Hash, error) {
+	c, err := e.next(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
+	h, err := e.repo.Put(ctx, cas.MarkSchema, m.Payload())
+	if err != nil {
+		return 0, fmt.Errorf("mark %s: %w", kind, err)
+	}
+	if err := e.Commit(ctx, id, h, "mark "+kind); err != nil {
+		return 0, err
+	}
+	return h, nil
+}
+
+// Kill appends a killed mark with reason. Killing a finished thread is an
+// error wrapping [ErrNotActive].
+func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	if st := hn.Status(); st == StatusDone || st == StatusKilled {
+		return 0, fmt.Errorf("kill thread %s: %w: it is %s", id, ErrNotActive, st)
+	}
+	if reason == "" {
+		reason = "killed by the user"
+	}
+	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+}
+
+// Resume appends a resumed mark whose reason is text (included in the next
+// prompt). It runs nothing. Resuming an active or done thread is an error
+// wrapping [ErrNotActive]... except that resuming an active thread with a
+// text is allowed: the text reaches the next step.
+func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	switch hn.Status() {
+	case StatusDone:
+		return 0, fmt.Errorf("resume thread %s: %w: it is done (fork it to go on)", id, ErrNotActive)
+	case StatusActive:
+		if text == "" {
+			return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
+		}
+	}
+	return e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+}
+
+// Fork creates a thread whose head is the start, step or mark node from.
+// Nothing is copied. The new thread's log says where it came from:
+// "fork from <thread>@<hash>" (or "fork from <hash>" when thread is "").
+func (e *Engine) Fork(ctx context.Context, from cas.Hash, thread string) (string, error) {
+	if _, err := e.Node(ctx, from); err != nil {
+		return "", fmt.Errorf("fork from %s: %w", from, err)
+	}
+	id := e.newID().String()
+	msg := "fork from " + from.String()
+	if thread != "" {
+		msg = "fork from " + thread + "@" + from.String()
+	}
+	if err := e.refs.CompareAndSwap(ctx, refName(id), 0, from, msg); err != nil {
+		return "", fmt.Errorf("fork: %w", err)
+	}
+	return id, nil
+}
+
+// ForkAt forks thread id at the node of its chain at depth (0: its start).
+func (e *Engine) ForkAt(ctx context.Context, id string, depth int) (string, cas.Hash, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return "", 0, err
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := e.Ancestor(ctx, head, depth)
+	if err != nil {
+		return "", 0, err
+	}
+	nid, err := e.Fork(ctx, n.Hash, id)
+	return nid, n.Hash, err
+}
+
+// Remove deletes the thread's ref and its failures ref. Their logs keep
+// them for the log retention; then GC reclaims what only they reached.
+func (e *Engine) Remove(ctx context.Context, id string) error {
+	id, err := ParseID(id)
+	if err != nil {
+		return err
+	}
+	for range 5 {
+		head, err := e.Head(ctx, id)
+		if err != nil {
+			return err
+		}
+		err = e.refs.CompareAndSwap(ctx, refName(id), head, 0, "rm")
+		if errors.Is(err, cas.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	fh, err := e.refs.Get(ctx, FailurePrefix+id)
+	if err == nil {
+		err = e.refs.CompareAndSwap(ctx, FailurePrefix+id, fh, 0, "rm")
+	}
+	if err != nil && !errors.Is(err, cas.ErrNotFound) {
+		return fmt.Errorf("remove the failures of thread %s: %w", id, err)
+	}
+	return nil
+}
+
+// Log returns the thread's ref log, oldest first.
+func (e *Engine) Log(ctx context.Context, id string) ([]cas.LogEntry, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := e.refs.Log(ctx, refName(id))
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: %w", id, err)
+	}
+	return entries, nil
+}
+
+// Origin is where a thread began: a start of its own, or a fork.
+type Origin struct {
+	Node       cas.Hash // the first head
+	Depth      int      // its depth: 0 unless forked from a step or mark
+	ForkThread string   // the thread forked from, if known
+	Forked     bool
+}
+
+// origin reads the thread's creation entry: the last log entry with a zero
+// old value (PruneLog keeps it).
+func (e *Engine) origin(ctx context.Context, id string) (Origin, error) {
+	entries, err := e.refs.Log(ctx, refName(id))
+	if err != nil {
+		return Origin{}, fmt.Errorf("thread %s: %w", id, err)
+	}
+	for _, le := range slices.Backward(entries) {
+		if !le.Old.IsZero() || le.New.IsZero() {
+			continue
+		}
+		o := Origin{Node: le.New}
+		if rest, ok := strings.CutPrefix(le.Message, "fork from "); ok {
+			o.Forked = true
+			if t, _, ok := strings.Cut(rest, "@"); ok {
+				o.ForkThread = t
+			}
+		}
+		n, err := e.Node(ctx, le.New)
+		if err != nil {
+			return Origin{}, err
+		}
+		o.Depth = n.Depth()
+		return o, nil
+	}
+	return Origin{}, fmt.Errorf("thread %s: %w: its log has no creation entry", id, cas.ErrNotFound)
+}
+
+// Info describes a thread, as [Engine.Show] reads it.
+type Info struct {
+	ID           string
+	Head         cas.Hash
+	Status       string
+	Depth        int
+	Workflow     cas.Hash
+	WorkflowName string
+	Prompt       string
+	Created      time.Time // from the ULID
+	Origin       Origin
+	LastFailure  *Failure // nil if none
+	FailureHash  cas.Hash
+}
+
+// Show reads a thread's status, workflow, depth, head, provenance and last
+// failure.
+func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	info, err := e.info(ctx, id, head)
+	if err != nil {
+		return nil, err
+	}
+	if info.Origin, err = e.origin(ctx, id); err != nil {
+		return nil, err
+	}
+	fh, err := e.refs.Get(ctx, FailurePrefix+id)
+	switch {
+	case err == nil:
+		fn, err := e.repo.Get(ctx, fh)
+		if err != nil {
+			return nil, fmt.Errorf("thread %s: last failure: %w", id, err)
+		}
+		if info.LastFailure, err = DecodeFailure(fn); err != nil {
+			return nil, fmt.Errorf("thread %s: last failure %s: %w", id, fh, err)
+		}
+		info.FailureHash = fh
+	case !errors.Is(err, cas.ErrNotFound):
+		return nil, err
+	}
+	return info, nil
+}
+
+// info reads what List shows of a thread: head, status, depth, workflow.
+func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, error) {
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: head: %w", id, err)
+	}
+	sn := hn
+	if hn.Kind != KindStart {
+		if sn, err = e.Node(ctx, hn.StartHash()); err != nil {
+			return nil, fmt.Errorf("thread %s: start: %w", id, err)
+		}
+	}
+	info := &Info{ID: id, Head: head, Status: hn.Status(), Depth: hn.Depth(), Workflow: sn.Start.Workflow, Prompt: sn.Start.Prompt}
+	if u, err := ulid.ParseStrict(id); err == nil {
+		info.Created = ulid.Time(u.Time()).UTC()
+	}
+	info.WorkflowName = e.workflowName(ctx, sn.Start.Workflow)
+	return info, nil
+}
+
+// ListOptions select threads for [Engine.List].
+type ListOptions struct {
+	Status string // only threads with this status; "" for all
+	Limit  int    // at most this many; 0 for all
+	Offset int    // skip this many (after filtering)
+}
+
+// List returns threads newest first (by the time in their ULID), filtered
+// and paged as opts says. Without a status filter only the threads on the
+// page are read.
+func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
+	var refs []cas.Ref
+	for r, err := range e.refs.List(ctx, ThreadPrefix) {
+		if err != nil {
+			return nil, fmt.Errorf("list threads: %w", err)
+		}
+		refs = append(refs, r)
+	}
+	slices.Reverse(refs)
+	var out []*Info
+	skipped := 0
+	for _, r := range refs {
+		if opts.Limit > 0 && len(out) >= opts.Limit {
+			break
+		}
+		id := strings.TrimPrefix(r.Name, ThreadPrefix)
+		if opts.Status == "" && skipped < opts.Offset {
+			skipped++
+			continue
+		}
+		info, err := e.info(ctx, id, r.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Status != "" {
+			if info.Status != opts.Status {
+				continue
+			}
+			if skipped < opts.Offset {
+				skipped++
+				continue
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}

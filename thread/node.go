@@ -1,0 +1,337 @@
+package thread
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// Kinds of chain node.
+const (
+	KindStart = "start"
+	KindStep  = "step"
+	KindMark  = "mark"
+)
+
+// Marks (SPEC §5).
+const (
+	MarkDone      = "done"
+	MarkKilled    = "killed"
+	MarkSuspended = "suspended"
+	MarkResumed   = "resumed"
+)
+
+// Statuses of a thread, read from its head.
+const (
+	StatusActive    = "active"
+	StatusDone      = MarkDone
+	StatusKilled    = MarkKilled
+	StatusSuspended = MarkSuspended
+)
+
+// MaxSkip is the number of skip pointers a chain node may carry: the
+// ancestors at distance 2, 4, ..., 2^MaxSkip.
+const MaxSkip = 10
+
+// Start is the payload of a start node: the root of a thread.
+type Start struct {
+	Workflow cas.Hash // the workflow node
+	Prompt   string   // the user's prompt
+	Cwd      string   // the working folder agents run in
+}
+
+// Chain holds the fields every step and mark node has.
+type Chain struct {
+	Start cas.Hash   // the thread's start node
+	Prev  cas.Hash   // the previous chain node; zero for the first (whose predecessor is Start)
+	Skip  []cas.Hash // Skip[k-1] is the ancestor at distance 2^k, k = 1..len(Skip)
+	Depth int        // 1 for the first node after the start
+}
+
+// Step is the payload of a step node: one role's work.
+type Step struct {
+	Chain
+	Role        string
+	Output      cas.Hash // the typed output, valid against the role's schema
+	Detail      cas.Hash // the detail node: prompt, raw output, timings
+	Agent       string
+	StartedAt   int64 // Unix ms
+	CompletedAt int64 // Unix ms
+}
+
+// Mark is the payload of a mark node: a lifecycle event in the chain.
+type Mark struct {
+	Chain
+	Mark   string   // MarkDone, MarkKilled, MarkSuspended or MarkResumed
+	Reason string   // why, or the text a human gave on resume
+	At     int64    // Unix ms
+	Detail cas.Hash // the agent run that asked to suspend; zero if none
+}
+
+// Detail is the payload of a detail node: one agent run.
+type Detail struct {
+	Prompt     cas.Hash   // content: the assembled prompt
+	Raw        cas.Hash   // content: the raw output
+	Stderr     cas.Hash   // content: its stderr; zero if none
+	EdgePrompt string     // the rendered edge prompt the role was given
+	Attempts   []cas.Hash // content: raw outputs that failed extraction before Raw
+	ExitCode   int
+	DurationMs int64
+}
+
+// Failure is the payload of a failure node: a step that moved nothing.
+type Failure struct {
+	Thread string
+	Head   cas.Hash // the head the step started from
+	Role   string
+	Agent  string
+	Detail cas.Hash
+	Error  string
+	At     int64 // Unix ms
+}
+
+// Node is a decoded chain node: exactly one of Start, Step and Mark is set,
+// as Kind says.
+type Node struct {
+	Hash  cas.Hash
+	Kind  string
+	Start *Start
+	Step  *Step
+	Mark  *Mark
+}
+
+// Depth returns the node's depth: 0 for a start node.
+func (n *Node) Depth() int {
+	switch {
+	case n.Step != nil:
+		return n.Step.Depth
+	case n.Mark != nil:
+		return n.Mark.Depth
+	}
+	return 0
+}
+
+// Chain returns the chain fields of a step or mark node; nil for a start.
+func (n *Node) Chain() *Chain {
+	switch {
+	case n.Step != nil:
+		return &n.Step.Chain
+	case n.Mark != nil:
+		return &n.Mark.Chain
+	}
+	return nil
+}
+
+// StartHash returns the thread's start node: n itself for a start node.
+func (n *Node) StartHash() cas.Hash {
+	if c := n.Chain(); c != nil {
+		return c.Start
+	}
+	return n.Hash
+}
+
+// Status is the thread status a head node gives: active for a start or a
+// step (or a resumed mark), else the mark's kind.
+func (n *Node) Status() string {
+	if n.Mark != nil && n.Mark.Mark != MarkResumed {
+		return n.Mark.Mark
+	}
+	return StatusActive
+}
+
+func hashStrings(hs []cas.Hash) []any {
+	out := make([]any, len(hs))
+	for i, h := range hs {
+		out[i] = h.String()
+	}
+	return out
+}
+
+func chainPayload(c *Chain, m map[string]any) map[string]any {
+	m["start"] = c.Start.String()
+	if c.Prev.IsZero() {
+		m["prev"] = nil
+	} else {
+		m["prev"] = c.Prev.String()
+	}
+	m["skip"] = hashStrings(c.Skip)
+	m["depth"] = float64(c.Depth)
+	return m
+}
+
+// Payload returns the start node's payload as plain JSON values.
+func (s *Start) Payload() map[string]any {
+	return map[string]any{"workflow": s.Workflow.String(), "prompt": s.Prompt, "cwd": s.Cwd}
+}
+
+// Payload returns the step node's payload as plain JSON values.
+func (s *Step) Payload() map[string]any {
+	return chainPayload(&s.Chain, map[string]any{
+		"role": s.Role, "output": s.Output.String(), "detail": s.Detail.String(), "agent": s.Agent,
+		"startedAt": float64(s.StartedAt), "completedAt": float64(s.CompletedAt),
+	})
+}
+
+// Payload returns the mark node's payload as plain JSON values.
+func (m *Mark) Payload() map[string]any {
+	p := chainPayload(&m.Chain, map[string]any{"mark": m.Mark, "reason": m.Reason, "at": float64(m.At)})
+	if !m.Detail.IsZero() {
+		p["detail"] = m.Detail.String()
+	}
+	return p
+}
+
+// Payload returns the detail node's payload as plain JSON values.
+func (d *Detail) Payload() map[string]any {
+	p := map[string]any{
+		"prompt": d.Prompt.String(), "raw": d.Raw.String(), "edgePrompt": d.EdgePrompt,
+		"attempts": hashStrings(d.Attempts), "exitCode": float64(d.ExitCode), "durationMs": float64(d.DurationMs),
+	}
+	if !d.Stderr.IsZero() {
+		p["stderr"] = d.Stderr.String()
+	}
+	return p
+}
+
+// Payload returns the failure node's payload as plain JSON values.
+func (f *Failure) Payload() map[string]any {
+	return map[string]any{
+		"thread": f.Thread, "head": f.Head.String(), "role": f.Role, "agent": f.Agent,
+		"detail": f.Detail.String(), "error": f.Error, "at": float64(f.At),
+	}
+}
+
+// fields reads a payload's fields; the payload was validated against its
+// schema when it entered the store, so only types are checked here.
+type fields struct {
+	m   map[string]any
+	err error
+}
+
+func newFields(payload any) *fields {
+	m, ok := payload.(map[string]any)
+	f := &fields{m: m}
+	if !ok {
+		f.err = fmt.Errorf("%w: payload is not an object", cas.ErrInvalid)
+	}
+	return f
+}
+
+func (f *fields) fail(key, want string) {
+	if f.err == nil {
+		f.err = fmt.Errorf("%w: field %q is not %s", cas.ErrInvalid, key, want)
+	}
+}
+
+func (f *fields) str(key string) string {
+	v, ok := f.m[key]
+	if !ok {
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		f.fail(key, "a string")
+	}
+	return s
+}
+
+func (f *fields) hash(key string) cas.Hash {
+	v, ok := f.m[key]
+	if !ok || v == nil {
+		return 0
+	}
+	s, ok := v.(string)
+	if !ok {
+		f.fail(key, "a hash")
+		return 0
+	}
+	h, err := cas.ParseCanonicalHash(s)
+	if err != nil {
+		f.fail(key, "a hash")
+	}
+	return h
+}
+
+func (f *fields) hashes(key string) []cas.Hash {
+	v, ok := f.m[key].([]any)
+	if !ok {
+		if _, present := f.m[key]; present {
+			f.fail(key, "an array of hashes")
+		}
+		return nil
+	}
+	out := make([]cas.Hash, len(v))
+	for i, e := range v {
+		s, _ := e.(string)
+		h, err := cas.ParseCanonicalHash(s)
+		if err != nil {
+			f.fail(key, "an array of hashes")
+		}
+		out[i] = h
+	}
+	return out
+}
+
+func (f *fields) int(key string) int64 {
+	v, ok := f.m[key]
+	if !ok {
+		return 0
+	}
+	x, ok := v.(float64)
+	if !ok || x != math.Trunc(x) || x < 0 || x > 1<<53 {
+		f.fail(key, "a non-negative integer")
+	}
+	return int64(x)
+}
+
+func (f *fields) chain() Chain {
+	return Chain{Start: f.hash("start"), Prev: f.hash("prev"), Skip: f.hashes("skip"), Depth: int(f.int("depth"))}
+}
+
+// DecodeNode decodes a start, step or mark node. The error wraps
+// [cas.ErrInvalid] for a node of any other type.
+func DecodeNode(h cas.Hash, n cas.Node) (*Node, error) {
+	f := newFields(n.Payload)
+	out := &Node{Hash: h}
+	switch n.Type {
+	case cas.StartSchema:
+		out.Kind = KindStart
+		out.Start = &Start{Workflow: f.hash("workflow"), Prompt: f.str("prompt"), Cwd: f.str("cwd")}
+	case cas.StepSchema:
+		out.Kind = KindStep
+		out.Step = &Step{Chain: f.chain(), Role: f.str("role"), Output: f.hash("output"), Detail: f.hash("detail"),
+			Agent: f.str("agent"), StartedAt: f.int("startedAt"), CompletedAt: f.int("completedAt")}
+	case cas.MarkSchema:
+		out.Kind = KindMark
+		out.Mark = &Mark{Chain: f.chain(), Mark: f.str("mark"), Reason: f.str("reason"), At: f.int("at"), Detail: f.hash("detail")}
+	default:
+		return nil, fmt.Errorf("%s: %w: not a start, step or mark node (type %s)", h, cas.ErrInvalid, n.Type)
+	}
+	if f.err != nil {
+		return nil, fmt.Errorf("%s: %w", h, f.err)
+	}
+	return out, nil
+}
+
+// DecodeDetail decodes a detail node's payload.
+func DecodeDetail(n cas.Node) (*Detail, error) {
+	if n.Type != cas.DetailSchema {
+		return nil, fmt.Errorf("%w: not a detail node (type %s)", cas.ErrInvalid, n.Type)
+	}
+	f := newFields(n.Payload)
+	d := &Detail{Prompt: f.hash("prompt"), Raw: f.hash("raw"), Stderr: f.hash("stderr"), EdgePrompt: f.str("edgePrompt"),
+		Attempts: f.hashes("attempts"), ExitCode: int(f.int("exitCode")), DurationMs: f.int("durationMs")}
+	return d, f.err
+}
+
+// DecodeFailure decodes a failure node's payload.
+func DecodeFailure(n cas.Node) (*Failure, error) {
+	if n.Type != cas.FailureSchema {
+		return nil, fmt.Errorf("%w: not a failure node (type %s)", cas.ErrInvalid, n.Type)
+	}
+	f := newFields(n.Payload)
+	fl := &Failure{Thread: f.str("thread"), Head: f.hash("head"), Role: f.str("role"), Agent: f.str("agent"),
+		Detail: f.hash("detail"), Error: f.str("error"), At: f.int("at")}
+	return fl, f.err
+}

@@ -1,0 +1,225 @@
+package thread
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/moderator"
+)
+
+// DefaultQuota is the default character quota of [Engine.Read].
+const DefaultQuota = 8000
+
+// ReadOptions configure [Engine.Read].
+type ReadOptions struct {
+	// Quota is how many characters of entries to keep, newest first; 0
+	// means DefaultQuota. The newest entry is always shown, cut to the quota
+	// if it alone is larger.
+	Quota int
+	// Before pages back: show only the entries older than this chain node
+	// (the hash the previous page's hint names). Zero: from the head.
+	Before cas.Hash
+}
+
+// Reading is a thread rendered for people and agents.
+type Reading struct {
+	Text    string   // the markdown
+	Shown   int      // entries shown
+	More    bool     // older entries exist that were not shown
+	Oldest  cas.Hash // the oldest entry shown: pass it as Before for the previous page
+	Reads   int      // nodes read to render it (for tests and curiosity)
+	Entries []cas.Hash
+}
+
+// Read renders thread id as markdown: a header, then its entries (the start,
+// each step with its role, agent, edge prompt, output and the body of its
+// raw output, each mark) oldest first, keeping the newest entries that fit
+// within the quota, with a hint line for paging back. It reads only the
+// nodes it prints plus a few.
+func (e *Engine) Read(ctx context.Context, id string, opts ReadOptions) (*Reading, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.ReadChain(ctx, id, head, opts)
+}
+
+// ReadChain renders the chain ending at head as [Engine.Read] does; id is
+// only used in the header and the hint.
+func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts ReadOptions) (*Reading, error) {
+	quota := opts.Quota
+	if quota <= 0 {
+		quota = DefaultQuota
+	}
+	r := &Reading{}
+	get := func(h cas.Hash) (cas.Node, error) {
+		r.Reads++
+		return e.repo.Get(ctx, h)
+	}
+	hn, err := e.readNode(ctx, head, r)
+	if err != nil {
+		return nil, err
+	}
+	sn := hn
+	if hn.Kind != KindStart {
+		if sn, err = e.readNode(ctx, hn.StartHash(), r); err != nil {
+			return nil, err
+		}
+	}
+	status := hn.Status()
+	from := hn
+	if !opts.Before.IsZero() {
+		bn, err := e.readNode(ctx, opts.Before, r)
+		if err != nil {
+			return nil, fmt.Errorf("read --before %s: %w", opts.Before, err)
+		}
+		if bn.StartHash() != sn.Hash {
+			return nil, fmt.Errorf("read --before %s: %w: not a node of this thread", opts.Before, cas.ErrInvalid)
+		}
+		if bn.Kind == KindStart {
+			from = nil
+		} else if from, err = e.readNode(ctx, prevOf(bn), r); err != nil {
+			return nil, err
+		}
+	}
+	var sections []string
+	used := 0
+	for n := from; n != nil; {
+		s, err := e.renderEntry(ctx, n, get)
+		if err != nil {
+			return nil, err
+		}
+		if used+len(s) > quota && len(sections) > 0 {
+			r.More = true
+			break
+		}
+		if len(s) > quota {
+			s = cutString(s, quota) + "\n[... cut to the quota]\n"
+		}
+		sections = append(sections, s)
+		r.Entries = append(r.Entries, n.Hash)
+		used += len(s)
+		r.Oldest = n.Hash
+		if n.Kind == KindStart {
+			break
+		}
+		if n.Hash == sn.Hash {
+			break
+		}
+		next := prevOf(n)
+		if next == sn.Hash {
+			n = sn
+			continue
+		}
+		if n, err = e.readNode(ctx, next, r); err != nil {
+			return nil, err
+		}
+	}
+	r.Shown = len(sections)
+	var b strings.Builder
+	name := e.workflowName(ctx, sn.Start.Workflow)
+	fmt.Fprintf(&b, "# Thread %s\n\nworkflow: %s · status: %s · depth: %d · head: %s\n", id, name, status, hn.Depth(), hn.Hash)
+	if r.More {
+		fmt.Fprintf(&b, "\n(older entries not shown: uwf thread read %s --before %s)\n", id, r.Oldest)
+	}
+	for _, s := range slices.Backward(sections) {
+		b.WriteString("\n")
+		b.WriteString(s)
+	}
+	r.Text = b.String()
+	slices.Reverse(r.Entries)
+	return r, nil
+}
+
+func (e *Engine) readNode(ctx context.Context, h cas.Hash, r *Reading) (*Node, error) {
+	r.Reads++
+	return e.node(ctx, h, false)
+}
+
+func prevOf(n *Node) cas.Hash {
+	c := n.Chain()
+	if c.Prev.IsZero() {
+		return c.Start
+	}
+	return c.Prev
+}
+
+func ms(t int64) string { return time.UnixMilli(t).UTC().Format(time.RFC3339) }
+
+// renderEntry renders one chain node as a markdown section.
+func (e *Engine) renderEntry(ctx context.Context, n *Node, get func(cas.Hash) (cas.Node, error)) (string, error) {
+	var b strings.Builder
+	switch n.Kind {
+	case KindStart:
+		fmt.Fprintf(&b, "## 0 · start\n\n%s\n", strings.TrimSpace(n.Start.Prompt))
+	case KindMark:
+		m := n.Mark
+		fmt.Fprintf(&b, "## %d · %s · %s\n", m.Depth, m.Mark, ms(m.At))
+		if m.Reason != "" {
+			fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(m.Reason))
+		}
+	case KindStep:
+		s := n.Step
+		fmt.Fprintf(&b, "## %d · %s · agent %s · %s\n", s.Depth, s.Role, s.Agent, ms(s.CompletedAt))
+		dn, err := get(s.Detail)
+		if err != nil {
+			return "", fmt.Errorf("step %s: detail: %w", n.Hash, err)
+		}
+		d, err := DecodeDetail(dn)
+		if err != nil {
+			return "", fmt.Errorf("step %s: detail %s: %w", n.Hash, s.Detail, err)
+		}
+		if p := strings.TrimSpace(d.EdgePrompt); p != "" {
+			b.WriteString("\n> " + strings.ReplaceAll(p, "\n", "\n> ") + "\n")
+		}
+		on, err := get(s.Output)
+		if err != nil {
+			return "", fmt.Errorf("step %s: output: %w", n.Hash, err)
+		}
+		fmt.Fprintf(&b, "\n%s\n", moderator.Text(on.Payload))
+		rn, err := get(d.Raw)
+		if err != nil {
+			return "", fmt.Errorf("step %s: raw output: %w", n.Hash, err)
+		}
+		raw, _ := rn.Payload.(string)
+		if body := strings.TrimSpace(outputBody(raw)); body != "" {
+			fmt.Fprintf(&b, "\n%s\n", body)
+		}
+	}
+	return b.String(), nil
+}
+
+// workflowName reads a workflow node's name; the hash if it cannot.
+func (e *Engine) workflowName(ctx context.Context, h cas.Hash) string {
+	n, err := e.repo.Get(ctx, h)
+	if err != nil {
+		return h.String()
+	}
+	if m, ok := n.Payload.(map[string]any); ok {
+		if s, ok := m["name"].(string); ok {
+			return s
+		}
+	}
+	return h.String()
+}
+
+// cutString cuts s to at most n bytes, at a rune boundary.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -22,8 +22,10 @@ type MemOptions struct {
 // MemStore is a [Store] and [BatchPutter] that keeps everything in memory:
 // for tests and ephemeral runs. Its [MemStore.Refs] share its clock. Like a
 // persistent store, it copies bytes in and out, re-hashes on every Get and
-// refuses hash collisions. Its locks are held by goroutines, not processes:
-// a "dead holder" cannot happen. A MemStore is safe for concurrent use.
+// refuses hash collisions. Every method of a MemStore and its refs fails
+// with an error wrapping ctx's error if ctx is done when it is called. Its
+// locks are held by goroutines, not processes. A MemStore is safe for
+// concurrent use.
 type MemStore struct {
 	now  func() time.Time
 	sum  func([]byte) Hash // the address function; tests replace it to force collisions

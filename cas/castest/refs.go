@@ -875,6 +875,25 @@ func testImportLog(t *testing.T, e *refsEnv) {
 		wantLog(t, e.r, "imp/y", e0, e1, e2, e2same, e3, tie1, tie2)
 		wantRef(t, e.r, "imp/y", c) // created by the first import, never moved
 	})
+	t.Run("many equal times keep their order", func(t *testing.T) {
+		e := e.fresh(t)
+		base := e.nowMilli(t) - 3_600_000
+		batch := func(tag string) []cas.LogEntry {
+			var entries []cas.LogEntry
+			for i := range 40 {
+				entries = append(entries, cas.LogEntry{Old: hv(uint64(i)), New: hv(uint64(i + 1)), Time: base + int64(i*7%3), Message: fmt.Sprintf("%s %d", tag, i)})
+			}
+			return entries
+		}
+		first, second := batch("first"), batch("second")
+		want := slices.Concat(first, second)
+		slices.SortStableFunc(want, func(x, y cas.LogEntry) int { return int(x.Time - y.Time) })
+		mustImport(t, e.r, "imp/stable", first...)
+		mustImport(t, e.r, "imp/stable", second...)
+		if got := mustLog(t, e.r, "imp/stable"); !slices.Equal(got, want) {
+			t.Errorf("Log = %v,\nwant %v\n(time order; equal times in their given order, existing entries first)", changes(got), changes(want))
+		}
+	})
 	t.Run("never moves an existing ref", func(t *testing.T) {
 		e := e.fresh(t)
 		mustCAS(t, e.r, "imp/live", 0, c, "create")

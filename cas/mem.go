@@ -94,10 +94,10 @@ func (s *MemStore) Get(ctx context.Context, h Hash) ([]byte, error) {
 // the error is an *[ObjectError] wrapping [ErrCollision] and nothing
 // changes; corrupt bytes there are replaced.
 func (s *MemStore) Put(ctx context.Context, data []byte) (Hash, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, &ObjectError{Op: "put", Hash: s.sum(data), Err: err}
-	}
 	h := s.sum(data)
+	if err := ctx.Err(); err != nil {
+		return 0, &ObjectError{Op: "put", Hash: h, Err: err}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.putLocked(h, data); err != nil {
@@ -122,9 +122,9 @@ func (s *MemStore) putLocked(h Hash, data []byte) error {
 	return nil
 }
 
-// PutBatch stores every element of data and returns their hashes in input
-// order. On error (a collision, or ctx done) the objects before the failing
-// one are stored and the rest are not.
+// PutBatch stores every element of data, as Put does, and returns their
+// hashes in input order. If ctx is done nothing is stored; on a collision
+// the objects before the colliding one are stored and the rest are not.
 func (s *MemStore) PutBatch(ctx context.Context, data [][]byte) ([]Hash, error) {
 	hs := make([]Hash, len(data))
 	for i, d := range data {

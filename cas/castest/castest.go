@@ -92,13 +92,11 @@ func runRefs(t *testing.T, open func(t *testing.T) (cas.Refs, clock)) {
 func Verify(t testing.TB, s cas.Store) {
 	t.Helper()
 	ctx := context.Background()
-	n := 0
 	for o, err := range s.All(ctx) {
 		if err != nil {
 			t.Errorf("verify store: All: %v", err)
 			return
 		}
-		n++
 		data, err := s.Get(ctx, o.Hash)
 		if err != nil {
 			t.Errorf("verify store: Get(%s): %v", o.Hash, err)

@@ -51,9 +51,10 @@ type Refs interface {
 	// sorted by name.
 	Logs(ctx context.Context) iter.Seq2[string, error]
 	// PruneLog drops log entries older than before, except a live ref's
-	// newest entry and its creation entry (the first entry, with a zero
-	// Old); a deleted ref's log is removed whole once its newest entry is
-	// older than before. It returns how many entries it removed.
+	// newest entry and its creation entry (the last entry with a zero Old:
+	// the one that created the ref's current incarnation, a fork's origin);
+	// a deleted ref's log is removed whole once its newest entry is older
+	// than before. It returns how many entries it removed.
 	PruneLog(ctx context.Context, before time.Time) (int, error)
 	// ImportLog adds entries to name's log as they are (times and messages
 	// kept), skipping any entry already present (same old, new, time and

@@ -55,6 +55,9 @@ func CompileSchema(payload any) (*Schema, error) {
 	if err := checkDialect(doc, ""); err != nil {
 		return nil, err
 	}
+	if err := checkRefPlacement(doc, "", true); err != nil {
+		return nil, err
+	}
 	data, err := Canonical(doc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %w", ErrInvalid, err)
@@ -120,6 +123,64 @@ func checkDialect(doc any, at string) error {
 	return nil
 }
 
+// Keywords whose values are data, not schemas: never searched for cas_ref.
+var dataKeywords = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// checkRefPlacement rejects "format": "cas_ref" in the schema document
+// anywhere but under the keywords edges are followed through. It reads the
+// document as written, so it also sees keywords the compiler ignores;
+// [refWalker] covers what $ref and $dynamicRef lead to.
+func checkRefPlacement(doc any, at string, allowed bool) error {
+	switch d := doc.(type) {
+	case []any:
+		for i, v := range d {
+			if err := checkRefPlacement(v, at+"/"+strconv.Itoa(i), allowed); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		if f, _ := d["format"].(string); f == FormatRef && !allowed {
+			where := at
+			if where == "" {
+				where = "/"
+			}
+			return refPlacementError(where)
+		}
+		for _, k := range sortedKeys(d) {
+			v, p := d[k], at+"/"+escapePointer(k)
+			if dataKeywords[k] {
+				continue
+			}
+			switch k {
+			case "properties", "patternProperties", "$defs", "definitions":
+				m, ok := v.(map[string]any)
+				if !ok {
+					continue // the compiler reports it
+				}
+				for _, name := range sortedKeys(m) {
+					if err := checkRefPlacement(m[name], p+"/"+escapePointer(name), allowed); err != nil {
+						return err
+					}
+				}
+			case "additionalProperties", "items", "if", "then", "else", "prefixItems", "anyOf", "oneOf", "allOf":
+				if err := checkRefPlacement(v, p, allowed); err != nil {
+					return err
+				}
+			default:
+				if err := checkRefPlacement(v, p, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func refPlacementError(where string) error {
+	return fmt.Errorf("%w: schema: %q at %s is where edges are not followed (only properties, patternProperties, additionalProperties, items, prefixItems, $ref/$defs, anyOf, oneOf, allOf and if/then/else are)",
+		ErrInvalid, "format: "+FormatRef, where)
+}
+
 // schemaErrorText shortens the compiler's messages: the resource URL is ours.
 func schemaErrorText(err error) string {
 	var ve *jsonschema.ValidationError
@@ -161,8 +222,7 @@ func (w *refWalker) walk(s *jsonschema.Schema, allowed bool) error {
 	w.seen[refVisit{s, allowed}] = true
 	if s.Format == FormatRef {
 		if !allowed {
-			return fmt.Errorf("%w: schema: %q at %s is where edges are not followed (only properties, patternProperties, additionalProperties, items, prefixItems, $ref/$defs, anyOf, oneOf, allOf and if/then/else are)",
-				ErrInvalid, "format: "+FormatRef, schemaLocation(s))
+			return refPlacementError(schemaLocation(s))
 		}
 		w.found = true
 	}

@@ -1,0 +1,262 @@
+package cas_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/castest"
+)
+
+// hookStore calls onExclusive before every exclusive Lock: a writer acting
+// between two GC sweep batches.
+type hookStore struct {
+	cas.Store
+	onExclusive func()
+}
+
+func (s *hookStore) Lock(ctx context.Context, exclusive bool) (func(), error) {
+	if exclusive && s.onExclusive != nil {
+		s.onExclusive()
+	}
+	return s.Store.Lock(ctx, exclusive)
+}
+
+func (f *fixture) gc(opts *cas.GCOptions) *cas.GCStats {
+	f.t.Helper()
+	st, err := f.repo.GC(f.ctx, opts)
+	if err != nil {
+		f.t.Fatalf("GC: %v", err)
+	}
+	return st
+}
+
+func (f *fixture) fsckClean() {
+	f.t.Helper()
+	rep, err := f.repo.Fsck(f.ctx, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		f.t.Errorf("fsck: %s", p)
+	}
+}
+
+func TestGCGracePeriod(t *testing.T) {
+	f := newFixture(t)
+	f.verifyOnCleanup()
+	kept := f.text("kept")
+	f.setRef("keep", kept)
+	loose := f.text("loose")
+	st := f.gc(nil)
+	if st.Deleted != 0 || !f.has(loose) {
+		t.Errorf("within the grace period: deleted %d, loose present %v", st.Deleted, f.has(loose))
+	}
+	f.clock.Advance(cas.DefaultGrace - time.Second)
+	f.gc(nil)
+	if !f.has(loose) {
+		t.Error("loose node deleted a second before the grace period ended")
+	}
+	f.clock.Advance(2 * time.Second)
+	st = f.gc(nil)
+	if st.Deleted != 1 || f.has(loose) || !f.has(kept) {
+		t.Errorf("after the grace period: %+v, loose present %v, kept present %v", st, f.has(loose), f.has(kept))
+	}
+	if want := len(cas.Builtins()) + 2; st.Scanned != want || st.Reachable != want-1 {
+		t.Errorf("scanned %d reachable %d, want %d and %d", st.Scanned, st.Reachable, want, want-1)
+	}
+	if st.BytesFreed != int64(len(`{"payload":"loose","type":"`+cas.ContentSchema.String()+`"}`)) {
+		t.Errorf("BytesFreed = %d", st.BytesFreed)
+	}
+	f.fsckClean()
+}
+
+func TestGCDryRun(t *testing.T) {
+	f := newFixture(t)
+	loose := f.text("loose")
+	f.clock.Advance(2 * time.Hour)
+	st := f.gc(&cas.GCOptions{DryRun: true})
+	if !st.DryRun || st.Deleted != 1 || !f.has(loose) {
+		t.Errorf("dry run: %+v, loose present %v", st, f.has(loose))
+	}
+}
+
+func TestGCLogRoots(t *testing.T) {
+	f := newFixture(t)
+	note := f.schema("note", mustJSON(t, noteSchema))
+	old := f.put(note, map[string]any{"title": "old", "body": f.text("old body").String()})
+	f.setRef("doc", old)
+	f.clock.Advance(time.Minute)
+	f.setRef("doc", f.text("new"))
+	f.clock.Advance(2 * time.Hour)
+	f.gc(nil)
+	if !f.has(old) {
+		t.Fatal("a node named by a young log entry was deleted")
+	}
+	body, _ := f.repo.Get(f.ctx, old)
+	bodyHash, _ := cas.ParseCanonicalHash(body.Payload.(map[string]any)["body"].(string))
+	if !f.has(bodyHash) {
+		t.Fatal("the subgraph of a log-named node was deleted")
+	}
+	// Past the retention the entry is pruned (the live ref keeps its newest
+	// and creation entries) and what only it named goes.
+	f.clock.Advance(cas.DefaultLogRetention)
+	st := f.gc(nil)
+	if f.has(old) || f.has(bodyHash) {
+		t.Errorf("after the retention: old present %v, body present %v", f.has(old), f.has(bodyHash))
+	}
+	log, err := f.mem.Refs().Log(f.ctx, "doc")
+	if err != nil || len(log) != 2 || !log[0].Old.IsZero() {
+		t.Errorf("log of doc after pruning: %v, %v; want the creation and the newest entry", log, err)
+	}
+	if st.LogEntriesPruned != 0 {
+		// Two entries: creation (kept) and newest (kept): nothing to prune.
+		t.Errorf("LogEntriesPruned = %d, want 0", st.LogEntriesPruned)
+	}
+	f.fsckClean()
+}
+
+func TestGCFailsClosed(t *testing.T) {
+	for _, damage := range []string{"corrupt", "missing"} {
+		t.Run(damage, func(t *testing.T) {
+			f := newFixture(t)
+			note := f.schema("note", mustJSON(t, noteSchema))
+			body := f.text("body")
+			top := f.put(note, map[string]any{"title": "t", "body": body.String()})
+			f.setRef("top", top)
+			loose := f.text("loose")
+			f.clock.Advance(2 * time.Hour)
+			if damage == "corrupt" {
+				f.mem.Corrupt(body, []byte("bad"))
+			} else if ok, err := f.mem.DeleteIfOlder(f.ctx, body, f.clock.Now().Add(time.Hour)); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			_, err := f.repo.GC(f.ctx, nil)
+			if err == nil || !strings.Contains(err.Error(), body.String()) || !strings.Contains(err.Error(), "ref top") ||
+				!strings.Contains(err.Error(), damage) || !strings.Contains(err.Error(), "nothing deleted") {
+				t.Errorf("GC with a %s reachable node = %v", damage, err)
+			}
+			if !f.has(loose) {
+				t.Error("GC deleted something although the mark failed")
+			}
+		})
+	}
+}
+
+// TestGCWriterDuringSweep: a writer that starts referring to an old,
+// unreferenced node while GC sweeps keeps that node and its whole subgraph.
+func TestGCWriterDuringSweep(t *testing.T) {
+	for _, how := range []string{"put", "ref"} {
+		for _, when := range []string{"first batch", "after its parent went"} {
+			t.Run(how+" "+when, func(t *testing.T) {
+				c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+				mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+				hs := &hookStore{Store: mem}
+				repo, err := cas.Open(t.Context(), hs, mem.Refs(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+				note := f.schema("note", mustJSON(t, noteSchema))
+				// An old unreferenced chain: top -> mid -> leaf (+ bodies).
+				leaf := f.put(note, map[string]any{"title": "leaf", "body": f.text("leaf body").String()})
+				mid := f.put(note, map[string]any{"title": "mid", "body": f.text("mid body").String(), "links": []any{leaf.String()}})
+				top := f.put(note, map[string]any{"title": "top", "body": f.text("top body").String(), "links": []any{mid.String()}})
+				garbage := f.text("garbage")
+				f.clock.Advance(2 * time.Hour)
+				target := top
+				if when != "first batch" {
+					target = mid
+				}
+				var once sync.Once
+				var writeErr error
+				hs.onExclusive = func() {
+					if when != "first batch" && f.has(top) {
+						return // wait until top is gone
+					}
+					once.Do(func() {
+						if how == "put" {
+							_, writeErr = f.repo.Put(f.ctx, note, map[string]any{"title": "new", "body": f.text("new body").String(), "links": []any{target.String()}})
+						} else {
+							writeErr = f.repo.Refs().CompareAndSwap(f.ctx, "saved", 0, target, "save")
+						}
+					})
+				}
+				st := f.gc(&cas.GCOptions{BatchSize: 1})
+				if writeErr != nil {
+					t.Fatalf("the writer failed: %v", writeErr)
+				}
+				if f.has(garbage) {
+					t.Error("garbage survived")
+				}
+				if when != "first batch" && f.has(top) {
+					t.Error("top survived although nothing refers to it")
+				}
+				// The target and every descendant are present.
+				err = f.repo.Walk(f.ctx, []cas.Hash{target}, func(cas.Hash, cas.Node, []cas.Hash) error { return nil })
+				if err != nil {
+					t.Errorf("the subgraph of %s lost nodes: %v", target, err)
+				}
+				if st.Spared == 0 {
+					t.Errorf("Spared = 0, want the refreshed subgraph counted: %+v", st)
+				}
+				f.fsckClean()
+				castest.Verify(t, mem)
+			})
+		}
+	}
+}
+
+func TestGCOneAtATime(t *testing.T) {
+	f := newFixture(t)
+	f.text("loose")
+	f.clock.Advance(2 * time.Hour)
+	unlock, err := f.mem.LockGC(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.repo.GC(f.ctx, nil); !errors.Is(err, cas.ErrLocked) {
+		t.Errorf("GC while another runs = %v, want ErrLocked", err)
+	}
+	unlock()
+	if st := f.gc(nil); st.Deleted != 1 {
+		t.Errorf("GC after the other ended deleted %d, want 1", st.Deleted)
+	}
+}
+
+func TestGCContinuesPastFailures(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+	var victim cas.Hash
+	faulty := &castest.FaultyStore{Store: mem, Fail: func(op string, h cas.Hash) error {
+		if op == "delete" && h == victim {
+			return errors.New("disk on fire")
+		}
+		return nil
+	}}
+	repo, err := cas.Open(t.Context(), faulty, mem.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+	note := f.schema("note", mustJSON(t, noteSchema))
+	child := f.text("child")
+	victim = f.put(note, map[string]any{"title": "v", "body": child.String()})
+	other := f.text("other")
+	c.Advance(2 * time.Hour)
+	st, err := repo.GC(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Failures) != 1 || !strings.Contains(st.Failures[0].Error(), "disk on fire") {
+		t.Errorf("Failures = %v", st.Failures)
+	}
+	if f.has(other) || !f.has(victim) || !f.has(child) {
+		t.Errorf("other present %v (want false), victim %v and its child %v (want true)", f.has(other), f.has(victim), f.has(child))
+	}
+	f.fsckClean()
+}

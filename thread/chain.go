@@ -9,6 +9,16 @@ import (
 	"github.com/uncaged/uwf/cas"
 )
 
+// Next returns the chain fields of a node that is to follow the chain node
+// head: its depth, prev, start and skip pointers.
+func (e *Engine) Next(ctx context.Context, head cas.Hash) (Chain, error) {
+	n, err := e.Node(ctx, head)
+	if err != nil {
+		return Chain{}, err
+	}
+	return e.next(ctx, n)
+}
+
 // next returns the chain fields of a node that follows head: its depth,
 // prev, start and skip pointers. Skip pointers are computed by doubling:
 // the ancestor at 2^k is the 2^(k-1) ancestor of the 2^(k-1) ancestor, so

@@ -1,0 +1,671 @@
+package thread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/extract"
+	"github.com/uncaged/uwf/moderator"
+	"github.com/uncaged/uwf/registry"
+)
+
+// Defaults of [RunOptions].
+const (
+	DefaultRetries     = 2   // agent retries after an extraction failure, when no model is configured
+	DefaultRunMaxSteps = 100 // the bound of Run for a workflow without maxSteps
+)
+
+// RunOptions configure [Engine.Step], [Engine.StepN] and [Engine.Run].
+// The zero value runs with no config (the built-in agents only).
+type RunOptions struct {
+	// Agent names the agent for every role (the --agent flag); "" uses the
+	// config's agentOverrides, then its defaultAgent.
+	Agent string
+	// Config is the uwf configuration; nil means an empty one.
+	Config *registry.Config
+	// Home and Store are given to agent commands as UWF_HOME and
+	// UWF_STORE.
+	Home, Store string
+	// Quota is the character quota of the thread so far in prompts; 0
+	// means DefaultQuota.
+	Quota int
+	// Retries is how many times the agent is asked again, with a
+	// correction, after its output failed extraction; 0 means
+	// DefaultRetries, a negative value none.
+	Retries int
+	// Seed seeds the synth agent.
+	Seed int64
+	// HumanIn and HumanOut are the human agent's terminal; HumanInput, if
+	// set, is a file holding its answer instead (for scripts).
+	HumanIn    io.Reader
+	HumanOut   io.Writer
+	HumanInput string
+	// HTTPClient is used by the llm agent and LLM extraction; nil means
+	// their own.
+	HTTPClient *http.Client
+	// Progress, if set, is called as the step loop goes.
+	Progress func(Event)
+}
+
+// Event types of [Event].
+const (
+	EventRunning   = "running"   // an agent started on a role
+	EventStep      = "step"      // a step was committed
+	EventDone      = "done"      // the thread reached $END
+	EventSuspended = "suspended" // the thread was suspended (maxSteps or $SUSPEND)
+	EventFailed    = "failed"    // a step failed and moved nothing
+	EventRetry     = "retry"     // the agent is asked again after an extraction failure
+)
+
+// Event reports progress of the step loop.
+type Event struct {
+	Type    string        `json:"type"`
+	Thread  string        `json:"thread"`
+	Depth   int           `json:"depth"`
+	Role    string        `json:"role,omitempty"`
+	Agent   string        `json:"agent,omitempty"`
+	Status  string        `json:"status,omitempty"` // the output's status, for a step
+	Head    cas.Hash      `json:"head,omitzero"`
+	Elapsed time.Duration `json:"-"`
+	Ms      int64         `json:"elapsedMs"`
+	Error   string        `json:"error,omitempty"`
+	Reason  string        `json:"reason,omitempty"`
+}
+
+// StepResult is what one cycle of [Engine.Step] did.
+type StepResult struct {
+	Thread string
+	Kind   string   // EventStep, EventDone or EventSuspended
+	Head   cas.Hash // the new head
+	Depth  int
+	Role   string // the role that ran ("" for a done mark or a maxSteps suspension)
+	Agent  string
+	Status string // the output's status
+}
+
+// StepError is a step that failed: the agent failed, or its output could
+// not be extracted. Nothing moved; the failure node (its detail keeps every
+// raw output) is at Failure, kept alive by the ref failures/<thread>. It
+// wraps the cause ([agent.ErrFailed] or [extract.ErrExtract]).
+type StepError struct {
+	Thread  string
+	Role    string
+	Agent   string
+	Failure cas.Hash
+	Err     error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("thread %s: role %s (agent %s) failed: %v (failure %s)", e.Thread, e.Role, e.Agent, e.Err, e.Failure)
+}
+
+// Unwrap returns the cause.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// loadedWorkflow is a workflow with the hashes of its role schemas.
+type loadedWorkflow struct {
+	hash    cas.Hash
+	wf      *registry.Workflow
+	schemas map[string]cas.Hash // role -> schema node
+}
+
+func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow, error) {
+	wf, err := e.reg.Load(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: %w", h, err)
+	}
+	n, err := e.repo.Get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	lw := &loadedWorkflow{hash: h, wf: wf, schemas: map[string]cas.Hash{}}
+	roles, _ := n.Payload.(map[string]any)["roles"].(map[string]any)
+	for name, r := range roles {
+		fm, _ := r.(map[string]any)["frontmatter"].(string)
+		if lw.schemas[name], err = cas.ParseCanonicalHash(fm); err != nil {
+			return nil, fmt.Errorf("workflow %s: role %s: %w", h, name, err)
+		}
+	}
+	return lw, nil
+}
+
+// position is what the step loop needs to know about where a thread is.
+type position struct {
+	head      *Node
+	start     *Node
+	lastStep  *Node  // the newest step; nil if none since the start
+	resume    string // resumed texts since the last step, oldest first
+	stepIndex int    // steps in the chain
+	roleRuns  map[string]int
+}
+
+// locate walks the chain back from head: the last step, resume texts
+// since it, and counts of steps by role.
+func (e *Engine) locate(ctx context.Context, head *Node) (*position, error) {
+	p := &position{head: head, roleRuns: map[string]int{}}
+	var resumes []string
+	for n, err := range e.NewestFirst(ctx, head.Hash) {
+		if err != nil {
+			return nil, err
+		}
+		switch n.Kind {
+		case KindStart:
+			p.start = n
+		case KindStep:
+			if p.lastStep == nil {
+				p.lastStep = n
+			}
+			p.stepIndex++
+			p.roleRuns[n.Step.Role]++
+		case KindMark:
+			if p.lastStep == nil && n.Mark.Mark == MarkResumed && n.Mark.Reason != "" {
+				resumes = append(resumes, n.Mark.Reason)
+			}
+		}
+	}
+	slices.Reverse(resumes)
+	p.resume = strings.Join(resumes, "\n\n")
+	return p, nil
+}
+
+// stepsSinceBase counts the steps since the thread's start, its last
+// resumed mark or its fork point, whichever is latest, stopping at limit.
+func (e *Engine) stepsSinceBase(ctx context.Context, head *Node, base int, limit int) (int, error) {
+	count := 0
+	for n, err := range e.NewestFirst(ctx, head.Hash) {
+		if err != nil {
+			return 0, err
+		}
+		if n.Depth() <= base || n.Kind == KindStart || (n.Mark != nil && n.Mark.Mark == MarkResumed) || count >= limit {
+			break
+		}
+		if n.Kind == KindStep {
+			count++
+		}
+	}
+	return count, nil
+}
+
+// StepN runs up to n cycles of [Engine.Step] (n <= 0: until the thread is
+// no longer active), stopping at the first error, done or suspension.
+func (e *Engine) StepN(ctx context.Context, id string, n int, opts *RunOptions) ([]*StepResult, error) {
+	var out []*StepResult
+	for i := 0; n <= 0 || i < n; i++ {
+		r, err := e.Step(ctx, id, opts)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if r.Kind != EventStep {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Run starts a thread of workflow with prompt and steps it until it is
+// done, suspended or fails. A workflow without maxSteps is bounded by
+// DefaultRunMaxSteps steps.
+func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string, opts *RunOptions) (string, []*StepResult, error) {
+	id, _, err := e.Start(ctx, workflow, prompt, cwd)
+	if err != nil {
+		return "", nil, err
+	}
+	lw, err := e.loadWorkflow(ctx, workflow)
+	if err != nil {
+		return id, nil, err
+	}
+	n := 0
+	if lw.wf.MaxSteps == 0 {
+		n = DefaultRunMaxSteps
+	}
+	rs, err := e.StepN(ctx, id, n, opts)
+	return id, rs, err
+}
+
+// Step runs one cycle on thread id: moderator -> agent -> extract -> put
+// the output, detail and step nodes (one flush point) -> compare-and-swap
+// the head. Routing to $END appends a done mark; an agent answering
+// $SUSPEND, or reaching the workflow's maxSteps, appends a suspended mark.
+// After a $SUSPEND the suspended role runs again (once resumed); after
+// maxSteps routing continues from the last step.
+//
+// A failure (the agent failed, its output could not be extracted after the
+// retries) moves nothing: it records a failure node under
+// failures/<thread> and returns a *[StepError]. A thread that moved
+// meanwhile gives a *[ConflictError]. A thread that is not active gives an
+// error wrapping [ErrNotActive].
+func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepResult, error) {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	headHash, err := e.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	head, err := e.Node(ctx, headHash)
+	if err != nil {
+		return nil, err
+	}
+	switch st := head.Status(); st {
+	case StatusActive:
+	case StatusSuspended:
+		return nil, fmt.Errorf("thread %s: %w: it is suspended (%s); resume it first: uwf thread resume %s -p <text>", id, ErrNotActive, head.Mark.Reason, id)
+	default:
+		return nil, fmt.Errorf("thread %s: %w: it is %s", id, ErrNotActive, st)
+	}
+	pos, err := e.locate(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	lw, err := e.loadWorkflow(ctx, pos.start.Start.Workflow)
+	if err != nil {
+		return nil, err
+	}
+	wf := lw.wf
+	var d moderator.Decision
+	if pos.lastStep == nil {
+		d, err = moderator.RouteStart(wf.Graph)
+	} else {
+		out, gerr := e.repo.Get(ctx, pos.lastStep.Step.Output)
+		if gerr != nil {
+			return nil, fmt.Errorf("thread %s: output of %s: %w", id, pos.lastStep.Hash, gerr)
+		}
+		d, err = moderator.Route(wf.Graph, pos.lastStep.Step.Role, out.Payload)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: route: %w", id, err)
+	}
+	if wf.MaxSteps > 0 {
+		o, err := e.origin(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		n, err := e.stepsSinceBase(ctx, head, o.Depth, wf.MaxSteps)
+		if err != nil {
+			return nil, err
+		}
+		if n >= wf.MaxSteps {
+			reason := fmt.Sprintf("maxSteps (%d) reached", wf.MaxSteps)
+			h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, reason, 0)
+			if err != nil {
+				return nil, err
+			}
+			e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
+			return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1}, nil
+		}
+	}
+	if d.Role == moderator.End {
+		reason := d.Prompt
+		if reason == "" {
+			reason = "reached $END"
+		}
+		h, err := e.appendMarkAfter(ctx, id, head, MarkDone, reason, 0)
+		if err != nil {
+			return nil, err
+		}
+		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
+		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
+	}
+	return e.runRole(ctx, id, head, pos, lw, d, opts)
+}
+
+func (e *Engine) progress(opts *RunOptions, ev Event) {
+	if opts.Progress != nil {
+		ev.Ms = ev.Elapsed.Milliseconds()
+		opts.Progress(ev)
+	}
+}
+
+// runRole runs the agent for decision d and commits its step.
+func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *position, lw *loadedWorkflow, d moderator.Decision, opts *RunOptions) (*StepResult, error) {
+	wf := lw.wf
+	role, ok := wf.Roles[d.Role]
+	schemaHash, ok2 := lw.schemas[d.Role]
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("thread %s: workflow %s routes to role %q, which it does not define", id, wf.Name, d.Role)
+	}
+	schema, err := e.repo.Schema(ctx, schemaHash)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = &registry.Config{}
+	}
+	agentName, spec, err := cfg.AgentFor(wf.Name, d.Role, opts.Agent)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
+	}
+	ag, err := e.makeAgent(ctx, agentName, spec, wf.Name, d.Role, cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
+	}
+	var llm extract.JSONExtractor
+	if l, err := e.makeLLM(wf.Name, d.Role, cfg, opts); err == nil {
+		llm = l
+	}
+	reading, err := e.ReadChain(ctx, id, head.Hash, ReadOptions{Quota: opts.Quota})
+	if err != nil {
+		return nil, err
+	}
+	parts := agent.PromptParts{
+		Workflow: wf.Name, Role: d.Role, Goal: role.Goal, Procedure: role.Procedure, Output: role.Output,
+		Schema: role.Frontmatter, EdgePrompt: d.Prompt, Resume: pos.resume, Thread: reading.Text,
+	}
+	req := &agent.Request{
+		Thread: id, Workflow: wf.Name, Role: d.Role, Cwd: pos.start.Start.Cwd, Home: opts.Home, Store: opts.Store,
+		Schema: role.Frontmatter, Statuses: walkOrder(wf, d.Role), RoleRuns: pos.roleRuns[d.Role], StepIndex: pos.stepIndex,
+	}
+	retries := opts.Retries
+	if retries == 0 {
+		retries = DefaultRetries
+	}
+	if llm != nil || retries < 0 {
+		retries = 0 // the LLM extraction is the fallback
+	}
+	started := e.now()
+	var (
+		attempts []string
+		res      *agent.Result
+		out      *extract.Output
+		prompt   string
+		failErr  error
+	)
+	for attempt := 0; ; attempt++ {
+		prompt = agent.Assemble(parts)
+		req.Prompt, req.Attempt = prompt, attempt
+		e.progress(opts, Event{Type: EventRunning, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Elapsed: e.now().Sub(started)})
+		var rerr error
+		res, rerr = ag.Run(ctx, req)
+		if rerr != nil {
+			var re *agent.RunError
+			if errors.As(rerr, &re) && res == nil {
+				res = re.Result
+			}
+			if errors.Is(rerr, context.Canceled) {
+				return nil, rerr
+			}
+			failErr = rerr
+			break
+		}
+		var xerr error
+		out, xerr = extract.Extract(ctx, res.Raw, schema, llm)
+		if xerr == nil {
+			break
+		}
+		if attempt >= retries {
+			failErr = xerr
+			break
+		}
+		attempts = append(attempts, res.Raw)
+		parts.Correction = extract.CorrectionPrompt(xerr)
+		e.progress(opts, Event{Type: EventRetry, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Error: xerr.Error(), Elapsed: e.now().Sub(started)})
+	}
+	completed := e.now()
+	if res == nil {
+		res = &agent.Result{}
+	}
+	det, nodes, err := e.detailNodes(prompt, res, attempts, d.Prompt, completed.Sub(started))
+	if err != nil {
+		return nil, err
+	}
+	if failErr != nil {
+		return nil, e.recordFailure(ctx, id, head.Hash, d.Role, ag.Name(), nodes, det, failErr, opts, head.Depth()+1, completed.Sub(started))
+	}
+	if out.Suspend {
+		hs, err := e.repo.PutNodes(ctx, append(nodes, cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}))
+		if err != nil {
+			return nil, fmt.Errorf("thread %s: store the run: %w", id, err)
+		}
+		h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, out.Reason, hs[len(hs)-1])
+		if err != nil {
+			return nil, err
+		}
+		e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Head: h, Reason: out.Reason, Elapsed: completed.Sub(started)})
+		return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name()}, nil
+	}
+	outNode := cas.Node{Type: schemaHash, Payload: out.Value}
+	outHash, err := outNode.Hash()
+	if err != nil {
+		return nil, err
+	}
+	detNode := cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}
+	detHash, err := detNode.Hash()
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.next(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	step := &Step{Chain: c, Role: d.Role, Output: outHash, Detail: detHash, Agent: ag.Name(),
+		StartedAt: started.UnixMilli(), CompletedAt: completed.UnixMilli()}
+	nodes = append(nodes, outNode, detNode, cas.Node{Type: cas.StepSchema, Payload: step.Payload()})
+	hs, err := e.repo.PutNodes(ctx, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
+	}
+	stepHash := hs[len(hs)-1]
+	if err := e.Commit(ctx, id, stepHash, "step "+d.Role); err != nil {
+		return nil, err
+	}
+	status, _ := out.Value.(map[string]any)["status"].(string)
+	e.progress(opts, Event{Type: EventStep, Thread: id, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Head: stepHash, Elapsed: completed.Sub(started)})
+	return &StepResult{Thread: id, Kind: EventStep, Head: stepHash, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status}, nil
+}
+
+// detailNodes builds the content nodes of one run and its detail payload;
+// the content nodes come first so a batch can hold them with the detail.
+func (e *Engine) detailNodes(prompt string, res *agent.Result, attempts []string, edgePrompt string, took time.Duration) (*Detail, []cas.Node, error) {
+	var nodes []cas.Node
+	content := func(s string) (cas.Hash, error) {
+		n := cas.Node{Type: cas.ContentSchema, Payload: s}
+		h, err := n.Hash()
+		if err == nil {
+			nodes = append(nodes, n)
+		}
+		return h, err
+	}
+	det := &Detail{EdgePrompt: edgePrompt, ExitCode: res.ExitCode, DurationMs: took.Milliseconds()}
+	var err error
+	if det.Prompt, err = content(prompt); err != nil {
+		return nil, nil, err
+	}
+	if det.Raw, err = content(res.Raw); err != nil {
+		return nil, nil, err
+	}
+	if res.Stderr != "" {
+		if det.Stderr, err = content(res.Stderr); err != nil {
+			return nil, nil, err
+		}
+	}
+	det.Attempts = []cas.Hash{}
+	for _, a := range attempts {
+		h, err := content(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		det.Attempts = append(det.Attempts, h)
+	}
+	return det, nodes, nil
+}
+
+// recordFailure stores the failed run and moves failures/<id> to a failure
+// node; it returns the *StepError to report.
+func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, role, agentName string, nodes []cas.Node, det *Detail, cause error, opts *RunOptions, depth int, took time.Duration) error {
+	detNode := cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}
+	nodes = append(nodes, detNode)
+	hs, err := e.repo.PutNodes(ctx, nodes)
+	if err != nil {
+		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+	}
+	f := &Failure{Thread: id, Head: head, Role: role, Agent: agentName, Detail: hs[len(hs)-1], Error: cause.Error(), At: e.nowMs()}
+	fh, err := e.repo.Put(ctx, cas.FailureSchema, f.Payload())
+	if err != nil {
+		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+	}
+	name := FailurePrefix + id
+	for range 5 {
+		cur, gerr := e.refs.Get(ctx, name)
+		if gerr != nil && !errors.Is(gerr, cas.ErrNotFound) {
+			err = gerr
+			break
+		}
+		if err = e.refs.CompareAndSwap(ctx, name, cur, fh, "failure "+role); !errors.Is(err, cas.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+	}
+	e.progress(opts, Event{Type: EventFailed, Thread: id, Depth: depth, Role: role, Agent: agentName, Error: cause.Error(), Elapsed: took})
+	return &StepError{Thread: id, Role: role, Agent: agentName, Failure: fh, Err: cause}
+}
+
+// makeAgent builds the agent named name.
+func (e *Engine) makeAgent(ctx context.Context, name string, spec registry.AgentConfig, wf, role string, cfg *registry.Config, opts *RunOptions) (agent.Agent, error) {
+	switch {
+	case name == "synth":
+		return agent.NewSynth(opts.Seed), nil
+	case name == "human":
+		if opts.HumanInput != "" {
+			return agent.NewHumanInput(opts.HumanInput), nil
+		}
+		if opts.HumanIn == nil || opts.HumanOut == nil {
+			return nil, errors.New("the human agent needs a terminal (or --input FILE)")
+		}
+		return agent.NewHuman(opts.HumanIn, opts.HumanOut), nil
+	case name == "llm":
+		return e.makeLLM(wf, role, cfg, opts)
+	case strings.HasPrefix(name, "replay:"):
+		return e.makeReplay(ctx, strings.TrimPrefix(name, "replay:"))
+	}
+	return agent.NewCommand(name, agent.CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout}), nil
+}
+
+// makeLLM builds the llm agent for role from the config's model.
+func (e *Engine) makeLLM(wf, role string, cfg *registry.Config, opts *RunOptions) (*agent.LLM, error) {
+	name, m, p, ok := cfg.ModelFor(wf, role)
+	if !ok {
+		return nil, errors.New("no model configured: set defaultModel (and its provider) in config.yaml")
+	}
+	key := ""
+	if p.APIKeyEnv != "" {
+		var found bool
+		if key, found = cfg.Secret(p.APIKeyEnv); !found {
+			return nil, fmt.Errorf("model %s: the API key variable %s is not set (in the environment or <home>/.env)", name, p.APIKeyEnv)
+		}
+	}
+	return agent.NewLLM(agent.LLMConfig{BaseURL: p.BaseURL, APIKey: key, Model: m.Model, HTTPClient: opts.HTTPClient}), nil
+}
+
+// makeReplay builds a replay agent from the recorded raw outputs of the
+// steps of thread source, oldest first.
+func (e *Engine) makeReplay(ctx context.Context, source string) (agent.Agent, error) {
+	src, err := ParseID(source)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	head, err := e.Head(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	var steps []agent.Recorded
+	for n, err := range e.OldestFirst(ctx, head) {
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		if n.Kind != KindStep {
+			continue
+		}
+		rec, err := e.recorded(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("replay: step %s: %w", n.Hash, err)
+		}
+		steps = append(steps, rec)
+	}
+	return agent.NewReplay(src, steps), nil
+}
+
+// recorded reads a step's raw output and failed attempts.
+func (e *Engine) recorded(ctx context.Context, n *Node) (agent.Recorded, error) {
+	dn, err := e.repo.Get(ctx, n.Step.Detail)
+	if err != nil {
+		return agent.Recorded{}, err
+	}
+	d, err := DecodeDetail(dn)
+	if err != nil {
+		return agent.Recorded{}, err
+	}
+	text := func(h cas.Hash) (string, error) {
+		c, err := e.repo.Get(ctx, h)
+		if err != nil {
+			return "", err
+		}
+		s, _ := c.Payload.(string)
+		return s, nil
+	}
+	rec := agent.Recorded{Role: n.Step.Role}
+	if rec.Raw, err = text(d.Raw); err != nil {
+		return rec, err
+	}
+	for _, a := range d.Attempts {
+		s, err := text(a)
+		if err != nil {
+			return rec, err
+		}
+		rec.Attempts = append(rec.Attempts, s)
+	}
+	return rec, nil
+}
+
+// walkOrder orders a role's statuses for the synth agent: those that loop
+// back (to the role itself or to a role from which it is reached again)
+// first, so loops are exercised before the thread moves on.
+func walkOrder(wf *registry.Workflow, role string) []string {
+	statuses := wf.Statuses(role)
+	loops := func(target string) bool {
+		if target == role {
+			return true
+		}
+		seen := map[string]bool{}
+		stack := []string{target}
+		for len(stack) > 0 {
+			r := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			for _, edge := range wf.Graph[r] {
+				if edge.Role == role {
+					return true
+				}
+				stack = append(stack, edge.Role)
+			}
+		}
+		return false
+	}
+	var first, rest []string
+	for _, s := range statuses {
+		if edge, ok := wf.Graph[role][s]; ok && loops(edge.Role) {
+			first = append(first, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	return append(first, rest...)
+}

@@ -127,6 +127,7 @@ func (p *parser) top(root *yaml.Node) {
 	n := resolve(root)
 	p.w.pos[posKey{a: "top"}] = posOf(root)
 	if n.Kind != yaml.MappingNode {
+		p.w.flagged[posKey{a: "top"}] = true
 		p.ps.add(posOf(root), "a workflow is a YAML mapping with name, description, maxSteps, roles and graph, not %s", describe(n))
 		return
 	}
@@ -327,7 +328,11 @@ func casMessage(err error) string {
 func (p *parser) graph(v *yaml.Node) {
 	m, ok := p.mapping(v, "graph", "a mapping of roles to their edges")
 	if !ok {
+		p.w.flagged[posKey{a: "graph"}] = true
 		return
+	}
+	if p.bad[m] {
+		p.w.flagged[partialGraph] = true
 	}
 	p.w.Graph = moderator.Graph{}
 	for fk, fv := range pairs(m) {
@@ -336,6 +341,10 @@ func (p *parser) graph(v *yaml.Node) {
 		edges := map[string]moderator.Edge{}
 		p.w.Graph[from] = edges
 		fm, ok := p.mapping(fv, "graph."+from, "a mapping of statuses to edges")
+		if !ok || p.bad[fm] {
+			p.w.flagged[posKey{a: "graph", b: from}] = true
+			p.w.flagged[partialGraph] = true
+		}
 		if !ok {
 			continue
 		}
@@ -351,6 +360,7 @@ func (p *parser) graph(v *yaml.Node) {
 						p.w.pos[posKey{a: "graph", b: from, c: status, d: "role"}] = posOf(x)
 						if e.Role, ok = p.str(x, path+".role"); !ok {
 							p.w.flagged[posKey{a: "graph", b: from, c: status}] = true
+							p.w.flagged[partialGraph] = true
 						}
 					case "prompt":
 						p.w.pos[posKey{a: "graph", b: from, c: status, d: "prompt"}] = posOf(x)
@@ -361,6 +371,7 @@ func (p *parser) graph(v *yaml.Node) {
 				}
 			} else {
 				p.w.flagged[posKey{a: "graph", b: from, c: status}] = true
+				p.w.flagged[partialGraph] = true
 			}
 			edges[status] = e
 		}

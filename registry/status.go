@@ -32,7 +32,7 @@ type variant struct {
 type statusInfo struct {
 	variants  []variant
 	pinned    bool
-	nonString []any // const/enum values that are not strings
+	nonString []any            // const/enum values that are not strings
 	all       []map[string]any // every part, branches included, for lenient lookups
 }
 

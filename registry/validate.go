@@ -49,6 +49,9 @@ func ValidName(s string) bool { return nameProblem(s) == "" }
 // Go alike.
 func (w *Workflow) check(ps *problems) {
 	top := w.at(posKey{a: "top"})
+	if w.flagged[posKey{a: "top"}] {
+		return // not a mapping: nothing else to say
+	}
 
 	// Name and maxSteps.
 	switch {
@@ -91,6 +94,9 @@ func (w *Workflow) check(ps *problems) {
 				ps.add(at, "roles.%s: role name %s %s", name, strconv.Quote(name), why)
 			}
 		}
+		if strings.HasPrefix(name, "$") {
+			continue // not a role: no further checks
+		}
 		if si, ok := w.checkSchema(ps, name); ok {
 			info[name] = si
 		}
@@ -101,13 +107,22 @@ func (w *Workflow) check(ps *problems) {
 		ps.add(top, "missing graph")
 		return
 	}
+	if w.flagged[posKey{a: "graph"}] {
+		return // not a mapping: reported
+	}
+	partial := w.flagged[partialGraph]
 	graphAt := w.firstOf(posKey{a: "graph"}, posKey{a: "top"})
 	roleList := strings.Join(w.RoleNames(), ", ")
+	if roleList == "" {
+		roleList = "none"
+	}
 	for _, from := range w.Graph.Roles() {
 		fromAt := w.at(posKey{a: "graph", b: from})
 		path := "graph." + from
 		si, pinned := info[from]
 		switch {
+		case w.flagged[posKey{a: "graph", b: from}]:
+			// not all of its statuses were read: reported
 		case from == moderator.Start:
 			if _, ok := w.Graph[from][moderator.StatusNew]; !ok {
 				ps.add(fromAt, "%s: missing status %q", path, moderator.StatusNew)
@@ -122,7 +137,7 @@ func (w *Workflow) check(ps *problems) {
 			}
 		case pinned && si.pinned:
 			for _, st := range si.statuses() {
-				if _, ok := w.Graph[from][st]; !ok {
+				if _, ok := w.Graph[from][st]; !ok && !reservedStatus(st) {
 					ps.add(fromAt, "%s: missing status %s", path, strconv.Quote(st))
 				}
 			}
@@ -152,20 +167,29 @@ func (w *Workflow) check(ps *problems) {
 	_, hasStart := w.Graph[moderator.Start]
 	for _, name := range w.RoleNames() {
 		at := w.at(posKey{a: "roles", b: name})
-		if _, ok := w.Graph[name]; !ok && !strings.HasPrefix(name, "$") {
+		if strings.HasPrefix(name, "$") {
+			continue
+		}
+		if _, ok := w.Graph[name]; !ok {
 			if si, ok := info[name]; ok && si.pinned {
 				ps.add(at, "roles.%s: no graph entry (graph.%s must give its statuses: %s)", name, name, strings.Join(si.statuses(), ", "))
 			} else {
 				ps.add(at, "roles.%s: no graph entry", name)
 			}
 		}
-		if hasStart && !reached[name] {
+		if hasStart && !partial && !reached[name] {
 			ps.add(at, "roles.%s: not reachable from %s", name, moderator.Start)
 		}
 	}
-	if len(w.Graph) > 0 && !slices.Contains(w.Graph.Targets(), moderator.End) {
+	if len(w.Graph) > 0 && !partial && !slices.Contains(w.Graph.Targets(), moderator.End) {
 		ps.add(graphAt, "graph: no edge leads to %s, so a thread could never finish", moderator.End)
 	}
+}
+
+// reservedStatus reports whether a schema may not list st (reported by
+// checkSchema).
+func reservedStatus(st string) bool {
+	return st == "" || st == moderator.StatusNew || strings.HasPrefix(st, "$")
 }
 
 // checkSchema checks one role's schema: present, a valid JSON Schema,

@@ -88,6 +88,10 @@ type position struct{ line, col int }
 // {"roles", role, "frontmatter"}, {"graph", from, status, "prompt"}, ...
 type posKey struct{ a, b, c, d string }
 
+// partialGraph flags a graph some part of which could not be read (and was
+// reported): checks over the whole graph would only add noise.
+var partialGraph = posKey{a: "partial graph"}
+
 // at returns where k stands, or the zero position.
 func (w *Workflow) at(k posKey) position { return w.pos[k] }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -279,11 +280,27 @@ func lookup(m *yaml.Node, key string) *yaml.Node {
 
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// parserErrors are the YAML parser's (not scanner's) messages: yaml.v3
+// reports them with the 0-based line of the construct being parsed.
+var parserErrors = []string{
+	"did not find expected key",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected <document start>",
+}
+
 // addYAMLError records an error of the YAML parser, with its line if known.
 func addYAMLError(ps *problems, err error) {
 	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		ps.list = append(ps.list, Problem{Line: line, Msg: "YAML syntax: " + m[2]})
+		msg := m[2]
+		if slices.Contains(parserErrors, msg) {
+			line++
+			msg += ", in the block starting on this line"
+		}
+		ps.list = append(ps.list, Problem{Line: line, Msg: "YAML syntax: " + msg})
 		return
 	}
 	msg := err.Error()

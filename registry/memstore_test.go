@@ -1,10 +1,10 @@
 package registry_test
 
 // TEST HELPER, temporary: a minimal in-memory cas.Store and cas.Refs, until
-// cas.NewMemStore lands. When merging, replace newRepo's body with
+// cas.NewMemStore lands. When merging, replace openMemRepo's body with
 //
 //	st := cas.NewMemStore(nil)
-//	repo, err := cas.Open(t.Context(), st, st.Refs(), nil)
+//	return cas.Open(context.Background(), st, st.Refs(), nil)
 //
 // and delete this file's types.
 
@@ -25,13 +25,18 @@ import (
 // newRepo returns a Repo over a fresh in-memory store.
 func newRepo(t testing.TB) *cas.Repo {
 	t.Helper()
-	st := &memStore{objs: map[cas.Hash]memObj{}}
-	refs := &memRefs{refs: map[string]cas.Hash{}, logs: map[string][]cas.LogEntry{}}
-	repo, err := cas.Open(context.Background(), st, refs, nil)
+	repo, err := openMemRepo()
 	if err != nil {
 		t.Fatalf("cas.Open: %v", err)
 	}
 	return repo
+}
+
+// openMemRepo opens a Repo over a fresh in-memory store.
+func openMemRepo() (*cas.Repo, error) {
+	st := &memStore{objs: map[cas.Hash]memObj{}}
+	refs := &memRefs{refs: map[string]cas.Hash{}, logs: map[string][]cas.LogEntry{}}
+	return cas.Open(context.Background(), st, refs, nil)
 }
 
 type memObj struct {

@@ -299,6 +299,30 @@ graph: no edge leads to $END, so a thread could never finish`
 	if err := (&registry.Workflow{}).Validate(); err == nil || err.Error() != "missing name\nmissing roles\nmissing graph" {
 		t.Errorf("empty workflow: %v", err)
 	}
+
+	// Typed Go values in a schema are read as JSON; a nil role is a role
+	// without a schema.
+	w = &registry.Workflow{
+		Name: "typed",
+		Roles: map[string]*registry.Role{
+			"a": {Frontmatter: map[string]any{"properties": map[string]any{
+				"status": map[string]any{"enum": []string{"done", "again"}},
+				"note":   map[string]string{"type": "string"},
+			}}},
+			"b": nil,
+		},
+		Graph: moderator.Graph{
+			moderator.Start: {"new": {Role: "a", Prompt: "Go."}},
+			"a":             {"done": {Role: "b", Prompt: "{{ note }}"}, "again": {Role: "a", Prompt: "{{ note }}"}},
+			"b":             {"done": {Role: moderator.End}},
+		},
+	}
+	if got := w.Statuses("a"); !slices.Equal(got, []string{"again", "done"}) {
+		t.Errorf("Statuses(a) = %v", got)
+	}
+	if err := w.Validate(); err == nil || err.Error() != "roles.b: missing frontmatter (the JSON Schema of the role's output)" {
+		t.Errorf("Validate(nil role) = %v", err)
+	}
 }
 
 func TestValidName(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/uncaged/uwf/cas"
 )
 
 // How a role schema pins its status (docs/WORKFLOWS.md, "Statuses"):
@@ -34,6 +36,7 @@ type statusInfo struct {
 	pinned    bool
 	nonString []any            // const/enum values that are not strings
 	all       []map[string]any // every part, branches included, for lenient lookups
+	root      any              // the schema as plain JSON values
 }
 
 func variants(schema any) ([]variant, bool) {
@@ -41,9 +44,14 @@ func variants(schema any) ([]variant, bool) {
 	return si.variants, si.pinned
 }
 
-// analyse reads how schema pins the status.
+// analyse reads how schema pins the status. A schema built in Go with
+// typed values ([]string, map[string]string, ...) is read as its plain
+// JSON values.
 func analyse(schema any) statusInfo {
-	var si statusInfo
+	if v, err := cas.ToValue(schema); err == nil {
+		schema = v
+	}
+	si := statusInfo{root: schema}
 	base := parts(schema, schema, 0)
 	si.all = slices.Clone(base)
 	top, topFound := pin(schema, base, &si)

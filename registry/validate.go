@@ -198,8 +198,11 @@ func reservedStatus(st string) bool {
 func (w *Workflow) checkSchema(ps *problems, name string) (statusInfo, bool) {
 	r := w.Roles[name]
 	roleKey := posKey{a: "roles", b: name}
-	if r == nil || w.flagged[roleKey] {
+	if w.flagged[roleKey] {
 		return statusInfo{}, false
+	}
+	if r == nil {
+		r = &Role{} // built in Go: reported as a missing schema
 	}
 	fmKey := posKey{a: "roles", b: name, c: "frontmatter"}
 	at := w.firstOf(fmKey, roleKey)
@@ -306,7 +309,6 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	if !known {
 		return
 	}
-	r := w.Roles[from]
 	var scopes []variant
 	forStatus := ""
 	if si.pinned {
@@ -324,7 +326,7 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	for _, f := range fields {
 		segs := strings.Split(f, ".")
 		for _, v := range scopes {
-			i := findField(r.Frontmatter, v.parts, segs)
+			i := findField(si.root, v.parts, segs)
 			if i < 0 {
 				continue
 			}

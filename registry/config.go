@@ -1,0 +1,882 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// ConfigFile and EnvFile are the names of the configuration and secrets
+// files in uwf's home directory.
+const (
+	ConfigFile = "config.yaml"
+	EnvFile    = ".env"
+)
+
+// DefaultAgentTimeout bounds an agent run whose config gives no timeout,
+// and the built-in agents' runs.
+const DefaultAgentTimeout = 10 * time.Minute
+
+// maxConfigSize bounds config.yaml and .env.
+const maxConfigSize = 1 << 20
+
+// Built-in agent names: they need no entry in config.yaml, and an entry may
+// not take their name. "replay" is used as "replay:<thread>".
+var builtinAgents = []string{"human", "llm", "replay", "synth"}
+
+// builtinList is how messages name the built-in agents.
+const builtinList = "human, llm, replay:<thread>, synth"
+
+// IsBuiltinAgent reports whether name is a built-in agent: llm, synth,
+// human, or replay:<thread> with a non-empty thread.
+func IsBuiltinAgent(name string) bool {
+	if thread, ok := strings.CutPrefix(name, "replay:"); ok {
+		return thread != ""
+	}
+	return name != "replay" && slices.Contains(builtinAgents, name)
+}
+
+// Config is uwf's configuration, read from <home>/config.yaml (SPEC §6):
+// the agents that run roles, and the LLM providers and models the llm agent
+// and extraction use. Secrets (API keys) are never in it: [Config.Secret]
+// reads them from the environment or <home>/.env.
+//
+// The zero Config (no file) is valid: no agents configured, the built-ins
+// available. A Config is safe for concurrent reads.
+type Config struct {
+	// Agents are external agent commands by name.
+	Agents map[string]AgentConfig
+	// DefaultAgent runs roles that no override names; "" means none.
+	DefaultAgent string
+	// AgentOverrides maps workflow -> role -> agent name.
+	AgentOverrides map[string]map[string]string
+	// Providers are OpenAI-compatible endpoints by name.
+	Providers map[string]ProviderConfig
+	// Models are models of providers, by name.
+	Models map[string]ModelConfig
+	// DefaultModel is the model used where no override names one; "" means
+	// none (no LLM: extraction retries the agent instead).
+	DefaultModel string
+	// ModelOverrides maps workflow -> role -> model name.
+	ModelOverrides map[string]map[string]string
+
+	dotenv map[string]string // <home>/.env
+}
+
+// AgentConfig is an external agent: a command run without a shell, the
+// assembled prompt on its stdin, its stdout the raw output.
+type AgentConfig struct {
+	Command string            // the program: a path, or a name looked up in PATH
+	Args    []string          // its arguments, passed as they are
+	Env     map[string]string // variables added to its environment
+	// Timeout bounds one run, written as a Go duration ("90s", "10m",
+	// "1h30m"); 0 means [DefaultAgentTimeout].
+	Timeout time.Duration
+}
+
+// ProviderConfig is an OpenAI-compatible chat completions endpoint.
+type ProviderConfig struct {
+	BaseURL string // e.g. https://api.openai.com/v1
+	// APIKeyEnv names the variable that holds the API key, looked up with
+	// [Config.Secret]; "" means the endpoint needs no key.
+	APIKeyEnv string
+}
+
+// ModelConfig is one model of a provider.
+type ModelConfig struct {
+	Provider string // a key of Config.Providers
+	Model    string // the provider's model id, e.g. gpt-4o-mini
+}
+
+// LoadConfig reads <home>/config.yaml and <home>/.env. A missing file is
+// an empty configuration (missing .env: no secrets from it). A file that
+// does not parse or breaks a rule (unknown keys, bad durations, references
+// to agents, providers or models that do not exist) is a
+// *[ValidationError] naming the file, line and column of every problem.
+func LoadConfig(home string) (*Config, error) {
+	file := filepath.Join(home, ConfigFile)
+	data, err := readSmall(file)
+	var c *Config
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c = &Config{}
+	case err != nil:
+		return nil, err
+	default:
+		if c, err = ParseConfig(file, data); err != nil {
+			return nil, err
+		}
+	}
+	envFile := filepath.Join(home, EnvFile)
+	data, err = readSmall(envFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		if c.dotenv, err = parseDotEnv(envFile, data); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func readSmall(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := cas.ReadLimited(f, maxConfigSize)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	return data, nil
+}
+
+// ParseConfig reads config.yaml's content; file names it in messages. An
+// empty file is an empty configuration. The error is a *[ValidationError]
+// listing every problem.
+func ParseConfig(file string, data []byte) (*Config, error) {
+	ps := &problems{file: file}
+	c := &Config{}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		addYAMLError(ps, err)
+		return nil, ps.err()
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return c, nil
+	}
+	tc := newTreeCheck(ps)
+	tc.walk(&doc, 0)
+	if tc.fatal {
+		return nil, ps.err()
+	}
+	cp := &configParser{ps: ps, c: c, at: map[string]position{}}
+	cp.top(doc.Content[0])
+	cp.crossCheck()
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// configParser fills a Config from a checked YAML tree.
+type configParser struct {
+	ps *problems
+	c  *Config
+	at map[string]position // dot path -> where its value stands, for cross-checks
+}
+
+func (p *configParser) top(root *yaml.Node) {
+	n := resolve(root)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.ps.add(posOf(root), "config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides), not %s", describe(n))
+		return
+	}
+	for k, v := range pairs(n) {
+		switch key := resolve(k).Value; key {
+		case "agents":
+			p.each(v, "agents", "a mapping of agent names to agents", func(name string, kn, vn *yaml.Node) {
+				p.agent(name, kn, vn)
+			})
+		case "defaultAgent":
+			p.c.DefaultAgent = p.str(v, key)
+		case "agentOverrides":
+			p.c.AgentOverrides = p.overrides(v, key, "agent")
+		case "providers":
+			p.each(v, "providers", "a mapping of provider names to providers", func(name string, kn, vn *yaml.Node) {
+				p.provider(name, kn, vn)
+			})
+		case "models":
+			p.each(v, "models", "a mapping of model names to models", func(name string, kn, vn *yaml.Node) {
+				p.model(name, kn, vn)
+			})
+		case "defaultModel":
+			p.c.DefaultModel = p.str(v, key)
+		case "modelOverrides":
+			p.c.ModelOverrides = p.overrides(v, key, "model")
+		default:
+			p.ps.add(posOf(k), "unknown key %s (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides)", strconv.Quote(key))
+		}
+	}
+}
+
+// str reads a string, recording where it stands under path.
+func (p *configParser) str(v *yaml.Node, path string) string {
+	n := resolve(v)
+	p.at[path] = posOf(v)
+	if isText(n) {
+		return n.Value
+	}
+	p.ps.add(posOf(v), "%s: must be a string%s", path, notString(n))
+	return ""
+}
+
+// text reads any scalar as the text written (arguments and environment
+// values are strings by nature: 10 and true are taken as "10" and "true").
+func (p *configParser) text(v *yaml.Node, path string) (string, bool) {
+	n := resolve(v)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+		return n.Value, true
+	}
+	p.ps.add(posOf(v), "%s: must be a string, not %s", path, describe(n))
+	return "", false
+}
+
+// each calls f for each entry of the mapping v.
+func (p *configParser) each(v *yaml.Node, path, what string, f func(name string, k, v *yaml.Node)) {
+	n := resolve(v)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // "agents:" with nothing: none
+	}
+	if n.Kind != yaml.MappingNode {
+		p.ps.add(posOf(v), "%s: must be %s, not %s", path, what, describe(n))
+		return
+	}
+	for k, v := range pairs(n) {
+		f(resolve(k).Value, k, v)
+	}
+}
+
+// fields calls f for each key of the mapping v, rejecting unknown ones.
+func (p *configParser) fields(v *yaml.Node, path, what string, known []string, f func(key string, k, v *yaml.Node)) bool {
+	n := resolve(v)
+	if n.Kind != yaml.MappingNode {
+		p.ps.add(posOf(v), "%s: must be a mapping (%s), not %s", path, strings.Join(known, ", "), describe(n))
+		return false
+	}
+	for k, v := range pairs(n) {
+		key := resolve(k).Value
+		if !slices.Contains(known, key) {
+			p.ps.add(posOf(k), "%s: unknown key %s (%s has %s)", path, strconv.Quote(key), what, strings.Join(known, ", "))
+			continue
+		}
+		f(key, k, v)
+	}
+	return true
+}
+
+func (p *configParser) agent(name string, k, v *yaml.Node) {
+	path := "agents." + name
+	switch {
+	case name == "replay" || IsBuiltinAgent(name):
+		p.ps.add(posOf(k), "%s: %q is a built-in agent (%s); pick another name", path, name, builtinList)
+	default:
+		if why := nameProblem(name); why != "" {
+			p.ps.add(posOf(k), "%s: agent name %s %s", path, strconv.Quote(name), why)
+		}
+	}
+	var a AgentConfig
+	ok := p.fields(v, path, "an agent", []string{"command", "args", "env", "timeout"}, func(key string, kn, vn *yaml.Node) {
+		switch key {
+		case "command":
+			a.Command = p.str(vn, path+".command")
+			if a.Command == "" && isText(resolve(vn)) {
+				p.ps.add(posOf(vn), "%s.command: is empty", path)
+			}
+		case "args":
+			n := resolve(vn)
+			if n.Kind != yaml.SequenceNode {
+				p.ps.add(posOf(vn), "%s.args: must be a list of strings, not %s", path, describe(n))
+				return
+			}
+			a.Args = []string{}
+			for i, c := range n.Content {
+				if s, ok := p.text(c, fmt.Sprintf("%s.args[%d]", path, i)); ok {
+					a.Args = append(a.Args, s)
+				}
+			}
+		case "env":
+			n := resolve(vn)
+			if n.Kind != yaml.MappingNode {
+				p.ps.add(posOf(vn), "%s.env: must be a mapping of variable names to values, not %s", path, describe(n))
+				return
+			}
+			a.Env = map[string]string{}
+			for ek, ev := range pairs(n) {
+				key := resolve(ek).Value
+				if !validEnvName(key) {
+					p.ps.add(posOf(ek), "%s.env: invalid variable name %s", path, strconv.Quote(key))
+					continue
+				}
+				if s, ok := p.text(ev, path+".env."+key); ok {
+					a.Env[key] = s
+				}
+			}
+		case "timeout":
+			n := resolve(vn)
+			if n.Kind != yaml.ScalarNode {
+				p.ps.add(posOf(vn), "%s.timeout: must be a duration like 90s, 10m or 1h, not %s", path, describe(n))
+				return
+			}
+			d, err := time.ParseDuration(n.Value)
+			switch {
+			case err != nil && n.ShortTag() == "!!int":
+				p.ps.add(posOf(vn), "%s.timeout: invalid duration %s: give a unit (%ss, %sm)", path, strconv.Quote(n.Value), n.Value, n.Value)
+			case err != nil:
+				p.ps.add(posOf(vn), "%s.timeout: invalid duration %s", path, strconv.Quote(n.Value))
+			case d <= 0:
+				p.ps.add(posOf(vn), "%s.timeout: must be positive, not %s", path, strconv.Quote(n.Value))
+			default:
+				a.Timeout = d
+			}
+		}
+	})
+	if !ok {
+		return
+	}
+	if a.Command == "" && !p.has(path+".command") {
+		p.ps.add(posOf(k), "%s: missing command", path)
+	}
+	if p.c.Agents == nil {
+		p.c.Agents = map[string]AgentConfig{}
+	}
+	p.c.Agents[name] = a
+}
+
+func (p *configParser) has(path string) bool {
+	_, ok := p.at[path]
+	return ok
+}
+
+func (p *configParser) provider(name string, k, v *yaml.Node) {
+	path := "providers." + name
+	if why := nameProblem(name); why != "" {
+		p.ps.add(posOf(k), "%s: provider name %s %s", path, strconv.Quote(name), why)
+	}
+	var pc ProviderConfig
+	ok := p.fields(v, path, "a provider", []string{"baseURL", "apiKeyEnv"}, func(key string, kn, vn *yaml.Node) {
+		switch key {
+		case "baseURL":
+			pc.BaseURL = p.str(vn, path+".baseURL")
+			if !isText(resolve(vn)) {
+				return
+			}
+			if u, err := url.Parse(pc.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.ps.add(posOf(vn), "%s.baseURL: must be an http or https URL, not %s", path, strconv.Quote(pc.BaseURL))
+			}
+		case "apiKeyEnv":
+			pc.APIKeyEnv = p.str(vn, path+".apiKeyEnv")
+			if isText(resolve(vn)) && !validEnvName(pc.APIKeyEnv) {
+				p.ps.add(posOf(vn), "%s.apiKeyEnv: invalid variable name %s (it names the variable that holds the key, not the key)", path, strconv.Quote(pc.APIKeyEnv))
+			}
+		}
+	})
+	if !ok {
+		return
+	}
+	if !p.has(path + ".baseURL") {
+		p.ps.add(posOf(k), "%s: missing baseURL", path)
+	}
+	if p.c.Providers == nil {
+		p.c.Providers = map[string]ProviderConfig{}
+	}
+	p.c.Providers[name] = pc
+}
+
+func (p *configParser) model(name string, k, v *yaml.Node) {
+	path := "models." + name
+	if why := nameProblem(name); why != "" {
+		p.ps.add(posOf(k), "%s: model name %s %s", path, strconv.Quote(name), why)
+	}
+	var m ModelConfig
+	ok := p.fields(v, path, "a model", []string{"provider", "model"}, func(key string, kn, vn *yaml.Node) {
+		switch key {
+		case "provider":
+			m.Provider = p.str(vn, path+".provider")
+		case "model":
+			m.Model = p.str(vn, path+".model")
+		}
+	})
+	if !ok {
+		return
+	}
+	for _, f := range []string{"provider", "model"} {
+		if !p.has(path + "." + f) {
+			p.ps.add(posOf(k), "%s: missing %s", path, f)
+		}
+	}
+	if p.c.Models == nil {
+		p.c.Models = map[string]ModelConfig{}
+	}
+	p.c.Models[name] = m
+}
+
+// overrides reads workflow -> role -> name.
+func (p *configParser) overrides(v *yaml.Node, path, what string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	p.each(v, path, "a mapping of workflows to {role: "+what+"}", func(wf string, k, wv *yaml.Node) {
+		n := resolve(wv)
+		if n.Kind != yaml.MappingNode {
+			p.ps.add(posOf(wv), "%s.%s: must be a mapping of roles to %ss, not %s", path, wf, what, describe(n))
+			return
+		}
+		roles := map[string]string{}
+		for rk, rv := range pairs(n) {
+			role := resolve(rk).Value
+			if s := p.str(rv, path+"."+wf+"."+role); s != "" {
+				roles[role] = s
+			}
+		}
+		out[wf] = roles
+	})
+	return out
+}
+
+// crossCheck checks that every agent, provider and model named exists.
+func (p *configParser) crossCheck() {
+	c := p.c
+	agents := slices.Sorted(mapKeys(c.Agents))
+	agentOK := func(path, name string) {
+		if name == "" || IsBuiltinAgent(name) {
+			return
+		}
+		if _, ok := c.Agents[name]; !ok {
+			p.ps.add(p.at[path], "%s: unknown agent %s (configured: %s; built-in: %s)", path, strconv.Quote(name), listOrNone(agents), builtinList)
+		}
+	}
+	agentOK("defaultAgent", c.DefaultAgent)
+	for _, wf := range slices.Sorted(mapKeys(c.AgentOverrides)) {
+		for _, role := range slices.Sorted(mapKeys(c.AgentOverrides[wf])) {
+			agentOK("agentOverrides."+wf+"."+role, c.AgentOverrides[wf][role])
+		}
+	}
+	providers := slices.Sorted(mapKeys(c.Providers))
+	for _, name := range slices.Sorted(mapKeys(c.Models)) {
+		m := c.Models[name]
+		if _, ok := c.Providers[m.Provider]; !ok && m.Provider != "" {
+			path := "models." + name + ".provider"
+			p.ps.add(p.at[path], "%s: unknown provider %s (providers: %s)", path, strconv.Quote(m.Provider), listOrNone(providers))
+		}
+	}
+	models := slices.Sorted(mapKeys(c.Models))
+	modelOK := func(path, name string) {
+		if name == "" {
+			return
+		}
+		if _, ok := c.Models[name]; !ok {
+			p.ps.add(p.at[path], "%s: unknown model %s (models: %s)", path, strconv.Quote(name), listOrNone(models))
+		}
+	}
+	modelOK("defaultModel", c.DefaultModel)
+	for _, wf := range slices.Sorted(mapKeys(c.ModelOverrides)) {
+		for _, role := range slices.Sorted(mapKeys(c.ModelOverrides[wf])) {
+			modelOK("modelOverrides."+wf+"."+role, c.ModelOverrides[wf][role])
+		}
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validEnvName(s string) bool { return envName.MatchString(s) }
+
+// Secret returns the value of the variable name: from the environment if
+// it is set there (even to ""), else from <home>/.env. It reports whether
+// either had it. Secrets are never written to the store.
+func (c *Config) Secret(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	v, ok := c.dotenv[name]
+	return v, ok
+}
+
+// AgentFor picks the agent that runs role of workflow: explicit (the
+// --agent flag) if not empty, else agentOverrides[workflow][role], else
+// defaultAgent. Built-in agents (llm, synth, human, replay:<thread>) need
+// no entry and come with a zero spec but for the timeout. The returned
+// spec is a copy with Timeout filled in ([DefaultAgentTimeout] if unset).
+//
+// Errors: [ErrNoAgent] if nothing names an agent; [ErrUnknownAgent]
+// (wrapping [cas.ErrNotFound]) for a name that is neither configured nor
+// built in, listing the configured agents.
+func (c *Config) AgentFor(workflow, role, explicit string) (string, AgentConfig, error) {
+	name, from := explicit, "--agent"
+	if name == "" {
+		name, from = c.AgentOverrides[workflow][role], "agentOverrides."+workflow+"."+role
+	}
+	if name == "" {
+		name, from = c.DefaultAgent, "defaultAgent"
+	}
+	agents := listOrNone(slices.Sorted(mapKeys(c.Agents)))
+	if name == "" {
+		return "", AgentConfig{}, fmt.Errorf("%w for role %s of workflow %s: pass --agent, or set defaultAgent or agentOverrides.%s.%s in config.yaml (configured: %s; built-in: %s)",
+			ErrNoAgent, role, workflow, workflow, role, agents, builtinList)
+	}
+	if IsBuiltinAgent(name) {
+		return name, AgentConfig{Timeout: DefaultAgentTimeout}, nil
+	}
+	a, ok := c.Agents[name]
+	if !ok {
+		return "", AgentConfig{}, fmt.Errorf("agent %q (from %s): %w: it is neither configured nor built in (configured: %s; built-in: %s)",
+			name, from, ErrUnknownAgent, agents, builtinList)
+	}
+	a.Args = slices.Clone(a.Args)
+	if a.Env != nil {
+		env := make(map[string]string, len(a.Env))
+		for k, v := range a.Env {
+			env[k] = v
+		}
+		a.Env = env
+	}
+	if a.Timeout == 0 {
+		a.Timeout = DefaultAgentTimeout
+	}
+	return name, a, nil
+}
+
+// ModelFor picks the model for role of workflow: modelOverrides[workflow][role],
+// else defaultModel. ok is false if neither names a model (or, for a
+// Config built in Go, the model or its provider is missing).
+func (c *Config) ModelFor(workflow, role string) (name string, m ModelConfig, p ProviderConfig, ok bool) {
+	name = c.ModelOverrides[workflow][role]
+	if name == "" {
+		name = c.DefaultModel
+	}
+	if name == "" {
+		return "", ModelConfig{}, ProviderConfig{}, false
+	}
+	if m, ok = c.Models[name]; !ok {
+		return "", ModelConfig{}, ProviderConfig{}, false
+	}
+	if p, ok = c.Providers[m.Provider]; !ok {
+		return "", ModelConfig{}, ProviderConfig{}, false
+	}
+	return name, m, p, true
+}
+
+// tree returns the configuration as plain values keyed as in config.yaml,
+// leaving out what is unset.
+func (c *Config) tree() map[string]any {
+	t := map[string]any{}
+	if len(c.Agents) > 0 {
+		agents := map[string]any{}
+		for name, a := range c.Agents {
+			m := map[string]any{}
+			if a.Command != "" {
+				m["command"] = a.Command
+			}
+			if a.Args != nil {
+				args := make([]any, len(a.Args))
+				for i, s := range a.Args {
+					args[i] = s
+				}
+				m["args"] = args
+			}
+			if len(a.Env) > 0 {
+				env := map[string]any{}
+				for k, v := range a.Env {
+					env[k] = v
+				}
+				m["env"] = env
+			}
+			if a.Timeout != 0 {
+				m["timeout"] = shortDuration(a.Timeout)
+			}
+			agents[name] = m
+		}
+		t["agents"] = agents
+	}
+	if c.DefaultAgent != "" {
+		t["defaultAgent"] = c.DefaultAgent
+	}
+	if len(c.AgentOverrides) > 0 {
+		t["agentOverrides"] = nested(c.AgentOverrides)
+	}
+	if len(c.Providers) > 0 {
+		ps := map[string]any{}
+		for name, p := range c.Providers {
+			m := map[string]any{"baseURL": p.BaseURL}
+			if p.APIKeyEnv != "" {
+				m["apiKeyEnv"] = p.APIKeyEnv
+			}
+			ps[name] = m
+		}
+		t["providers"] = ps
+	}
+	if len(c.Models) > 0 {
+		ms := map[string]any{}
+		for name, m := range c.Models {
+			ms[name] = map[string]any{"provider": m.Provider, "model": m.Model}
+		}
+		t["models"] = ms
+	}
+	if c.DefaultModel != "" {
+		t["defaultModel"] = c.DefaultModel
+	}
+	if len(c.ModelOverrides) > 0 {
+		t["modelOverrides"] = nested(c.ModelOverrides)
+	}
+	return t
+}
+
+func nested(m map[string]map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, inner := range m {
+		im := map[string]any{}
+		for k2, v := range inner {
+			im[k2] = v
+		}
+		out[k] = im
+	}
+	return out
+}
+
+// shortDuration writes d as people write it: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// Get returns the value at a dot path of the configuration
+// ("agents.coder.command", "agents.coder", "defaultModel"): a string, a
+// []any of strings, or a map[string]any for a section. Values are not
+// masked: print them through [Masked]. The error wraps [cas.ErrNotFound]
+// if nothing is set at path. Names that contain "." cannot be addressed.
+func (c *Config) Get(path string) (any, error) {
+	var cur any = c.tree()
+	if path == "" {
+		return cur, nil
+	}
+	for seg := range strings.SplitSeq(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("config %s is not set: %w", path, cas.ErrNotFound)
+		}
+		if cur, ok = m[seg]; !ok {
+			return nil, fmt.Errorf("config %s is not set: %w", path, cas.ErrNotFound)
+		}
+	}
+	return cur, nil
+}
+
+// KV is one setting, as [Config.List] lists it.
+type KV struct {
+	Path  string // dot path, such as agents.coder.timeout
+	Value any    // a string or a []any of strings, masked as [Masked] does
+}
+
+// List returns every setting as a flattened dot path with its value
+// (lists are one value), sorted by path, secrets masked by [Masked]. The
+// caller owns the returned slice.
+func (c *Config) List() []KV {
+	var out []KV
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, e := range m {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, e)
+			}
+			return
+		}
+		out = append(out, KV{Path: prefix, Value: Masked(prefix, v)})
+	}
+	walk("", c.tree())
+	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// Mask replaces secret values in output.
+const Mask = "********"
+
+var secretName = regexp.MustCompile(`(?i)(key|token|secret|password)$`)
+
+// Masked returns value as it may be shown for the setting at path: [Mask]
+// for a secret, value itself otherwise. A secret is any value whose key
+// (the path's last segment) ends in key, token, secret or password, case
+// ignored ("apiKey", "GITHUB_TOKEN"; but not "apiKeyEnv", which names a
+// variable), and every value of an agent's env map. Maps are masked entry
+// by entry; a new value is returned, value itself is not modified.
+func Masked(path string, value any) any {
+	if m, ok := value.(map[string]any); ok {
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			out[k] = Masked(p, v)
+		}
+		return out
+	}
+	segs := strings.Split(path, ".")
+	last := segs[len(segs)-1]
+	if secretName.MatchString(last) || slices.Contains(segs[:len(segs)-1], "env") {
+		return Mask
+	}
+	return value
+}
+
+// SetConfigValue sets the value at a dot path in <home>/config.yaml,
+// creating the file, the home directory and intermediate mappings as
+// needed, and keeping the file's comments and key order. value is read as
+// YAML ("10m", "true", "[-p, --fast]"; a value that YAML reads as a
+// mapping without starting with "{" is taken as a plain string; "" is the
+// empty string). The resulting configuration is validated before anything
+// is written (the error is a *[ValidationError] and the file is left
+// alone); the file is replaced atomically.
+func SetConfigValue(home, path, value string) error {
+	file := filepath.Join(home, ConfigFile)
+	segs := strings.Split(path, ".")
+	if slices.Contains(segs, "") {
+		return fmt.Errorf("config set %q: %w: empty path segment", path, cas.ErrInvalid)
+	}
+	data, err := readSmall(file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	perm := fs.FileMode(0o600)
+	if fi, err := os.Stat(file); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		_, perr := ParseConfig(file, data)
+		if perr == nil {
+			perr = err
+		}
+		return fmt.Errorf("config set %s: %w", path, perr)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		if c := strings.TrimSpace(string(data)); c != "" {
+			root.HeadComment = c // a file of comments only
+		}
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		*root = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: root.HeadComment}
+	}
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("config set %s: %w: %s is not a mapping", path, cas.ErrInvalid, file)
+	}
+	val := yamlValue(value)
+	cur := root
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		var v *yaml.Node
+		for j := 0; j+1 < len(cur.Content); j += 2 {
+			if k := resolve(cur.Content[j]); k != nil && k.Value == seg {
+				v = cur.Content[j+1]
+			}
+		}
+		if v == nil {
+			v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			if last {
+				v = val
+			}
+			if len(cur.Content) == 0 {
+				cur.Style &^= yaml.FlowStyle // "{}" grows into a block mapping
+			}
+			cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg}, v)
+			cur = v
+			continue
+		}
+		if last {
+			hc, lc, fc := v.HeadComment, v.LineComment, v.FootComment
+			*v = *val
+			v.HeadComment, v.LineComment, v.FootComment = hc, lc, fc
+			break
+		}
+		if v.Kind == yaml.AliasNode {
+			return fmt.Errorf("config set %s: %w: %s is an alias; edit the anchor instead", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."))
+		}
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			hc, lc, fc := v.HeadComment, v.LineComment, v.FootComment
+			*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: hc, LineComment: lc, FootComment: fc}
+		}
+		if v.Kind != yaml.MappingNode {
+			return fmt.Errorf("config set %s: %w: %s is %s, not a mapping", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."), describe(v))
+		}
+		cur = v
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("config set %s: %w", path, err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("config set %s: %w", path, err)
+	}
+	if _, err := ParseConfig(file, buf.Bytes()); err != nil {
+		return fmt.Errorf("config set %s: the result would be invalid: %w", path, err)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(file, buf.Bytes(), perm)
+}
+
+// yamlValue reads a value given on the command line as a YAML node.
+func yamlValue(value string) *yaml.Node {
+	str := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
+	if value == "" {
+		str.Style = yaml.DoubleQuotedStyle
+		return str
+	}
+	var d yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &d); err != nil || d.Kind != yaml.DocumentNode || len(d.Content) != 1 {
+		return str
+	}
+	n := d.Content[0]
+	switch {
+	case n.Kind == yaml.MappingNode && !strings.HasPrefix(strings.TrimSpace(value), "{"):
+		return str
+	case n.Kind == yaml.SequenceNode && !strings.HasPrefix(strings.TrimSpace(value), "["):
+		return str
+	case n.Kind == yaml.AliasNode || n.Anchor != "":
+		return str
+	}
+	visit(n, func(c *yaml.Node) bool {
+		c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+		return true
+	})
+	return n
+}

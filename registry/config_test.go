@@ -1,0 +1,469 @@
+package registry_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/registry"
+)
+
+// exampleConfig is the config.yaml of docs/WORKFLOWS.md.
+const exampleConfig = `# uwf configuration
+agents:
+  claude:                      # an agent command
+    command: claude
+    args: [-p, --output-format, text]
+    timeout: 20m
+  codex:
+    command: /usr/local/bin/codex
+    args: [exec, -]
+    env:
+      CODEX_HOME: /tmp/codex
+      GITHUB_TOKEN: ghp_example
+defaultAgent: claude
+agentOverrides:
+  develop:
+    reviewer: codex
+    tester: human
+providers:
+  openai:
+    baseURL: https://api.openai.com/v1
+    apiKeyEnv: OPENAI_API_KEY
+  local:
+    baseURL: http://localhost:11434/v1
+models:
+  fast:
+    provider: openai
+    model: gpt-4o-mini
+  qwen:
+    provider: local
+    model: qwen2.5-coder:7b
+defaultModel: fast
+modelOverrides:
+  develop:
+    planner: qwen
+`
+
+func writeHome(t *testing.T, config string) string {
+	t.Helper()
+	home := t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+func mustLoadConfig(t *testing.T, home string) *registry.Config {
+	t.Helper()
+	c, err := registry.LoadConfig(home)
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	return c
+}
+
+func TestLoadConfigExample(t *testing.T) {
+	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	want := &registry.Config{
+		Agents: map[string]registry.AgentConfig{
+			"claude": {Command: "claude", Args: []string{"-p", "--output-format", "text"}, Timeout: 20 * time.Minute},
+			"codex":  {Command: "/usr/local/bin/codex", Args: []string{"exec", "-"}, Env: map[string]string{"CODEX_HOME": "/tmp/codex", "GITHUB_TOKEN": "ghp_example"}},
+		},
+		DefaultAgent:   "claude",
+		AgentOverrides: map[string]map[string]string{"develop": {"reviewer": "codex", "tester": "human"}},
+		Providers: map[string]registry.ProviderConfig{
+			"openai": {BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY"},
+			"local":  {BaseURL: "http://localhost:11434/v1"},
+		},
+		Models: map[string]registry.ModelConfig{
+			"fast": {Provider: "openai", Model: "gpt-4o-mini"},
+			"qwen": {Provider: "local", Model: "qwen2.5-coder:7b"},
+		},
+		DefaultModel:   "fast",
+		ModelOverrides: map[string]map[string]string{"develop": {"planner": "qwen"}},
+	}
+	if !reflect.DeepEqual(c.Agents, want.Agents) || c.DefaultAgent != want.DefaultAgent ||
+		!reflect.DeepEqual(c.AgentOverrides, want.AgentOverrides) || !reflect.DeepEqual(c.Providers, want.Providers) ||
+		!reflect.DeepEqual(c.Models, want.Models) || c.DefaultModel != want.DefaultModel ||
+		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) {
+		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", c, want)
+	}
+}
+
+func TestLoadConfigMissing(t *testing.T) {
+	c := mustLoadConfig(t, t.TempDir())
+	if c.Agents != nil || c.DefaultAgent != "" {
+		t.Errorf("missing config = %+v", c)
+	}
+	c = mustLoadConfig(t, writeHome(t, "# nothing yet\n"))
+	if len(c.List()) != 0 {
+		t.Errorf("comment-only config lists %v", c.List())
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, config, want string
+	}{
+		{"bad duration", "agents:\n  coder: {command: x,\n    timeout: ten}\n",
+			`config.yaml:3:14: agents.coder.timeout: invalid duration "ten"`},
+		{"duration without unit", "agents:\n  coder:\n    command: x\n    timeout: 10\n",
+			`config.yaml:4:14: agents.coder.timeout: invalid duration "10": give a unit (10s, 10m)`},
+		{"negative duration", "agents:\n  coder:\n    command: x\n    timeout: -1m\n",
+			`config.yaml:4:14: agents.coder.timeout: must be positive, not "-1m"`},
+		{"unknown top key", "agent:\n  coder: {command: x}\n",
+			`config.yaml:1:1: unknown key "agent" (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides)`},
+		{"unknown agent key", "agents:\n  coder:\n    comand: x\n",
+			"config.yaml:2:3: agents.coder: missing command\n" +
+				`config.yaml:3:5: agents.coder: unknown key "comand" (an agent has command, args, env, timeout)`},
+		{"unknown provider key", "providers:\n  openai: {baseURL: 'https://x', apiKey: sk-123}\n",
+			`config.yaml:2:34: providers.openai: unknown key "apiKey" (a provider has baseURL, apiKeyEnv)`},
+		{"built-in names", "agents:\n  llm: {command: x}\n  replay: {command: y}\n",
+			"config.yaml:2:3: agents.llm: \"llm\" is a built-in agent (human, llm, replay:<thread>, synth); pick another name\n" +
+				"config.yaml:3:3: agents.replay: \"replay\" is a built-in agent (human, llm, replay:<thread>, synth); pick another name"},
+		{"bad names", "agents:\n  my agent: {command: x, env: {1BAD: v}, args: [a, {b: c}]}\n",
+			"config.yaml:2:3: agents.my agent: agent name \"my agent\" may use only letters, digits, '.', '_' and '-', and must start with a letter or digit\n" +
+				"config.yaml:2:32: agents.my agent.env: invalid variable name \"1BAD\"\n" +
+				"config.yaml:2:52: agents.my agent.args[1]: must be a string, not a mapping"},
+		{"unknown references", "agents:\n  coder: {command: x}\ndefaultAgent: cdoer\nagentOverrides:\n  develop: {tester: robot}\n" +
+			"providers:\n  openai: {baseURL: 'https://api.openai.com/v1'}\nmodels:\n  fast: {provider: opneai, model: m}\n" +
+			"defaultModel: slow\nmodelOverrides:\n  develop: {coder: medium}\n",
+			"config.yaml:3:15: defaultAgent: unknown agent \"cdoer\" (configured: coder; built-in: human, llm, replay:<thread>, synth)\n" +
+				"config.yaml:5:21: agentOverrides.develop.tester: unknown agent \"robot\" (configured: coder; built-in: human, llm, replay:<thread>, synth)\n" +
+				"config.yaml:9:20: models.fast.provider: unknown provider \"opneai\" (providers: openai)\n" +
+				"config.yaml:10:15: defaultModel: unknown model \"slow\" (models: fast)\n" +
+				"config.yaml:12:20: modelOverrides.develop.coder: unknown model \"medium\" (models: fast)"},
+		{"provider problems", "providers:\n  a: {baseURL: 'ftp://x', apiKeyEnv: sk-123}\n  b: {apiKeyEnv: KEY}\nmodels:\n  m: {provider: a}\n",
+			"config.yaml:2:16: providers.a.baseURL: must be an http or https URL, not \"ftp://x\"\n" +
+				"config.yaml:2:38: providers.a.apiKeyEnv: invalid variable name \"sk-123\" (it names the variable that holds the key, not the key)\n" +
+				"config.yaml:3:3: providers.b: missing baseURL\n" +
+				"config.yaml:5:3: models.m: missing model"},
+		{"wrong types", "agents: [coder]\ndefaultAgent: {name: x}\n",
+			"config.yaml:1:9: agents: must be a mapping of agent names to agents, not a list\n" +
+				"config.yaml:2:15: defaultAgent: must be a string, not a mapping"},
+		{"syntax", "agents:\n  coder: [\n", `config.yaml:3: YAML syntax: did not find expected node content, in the block starting on this line`},
+		{"duplicate", "defaultAgent: llm\ndefaultAgent: human\n", `config.yaml:2:1: duplicate key "defaultAgent" (first at line 1)`},
+		{"not a mapping", "- a\n", `config.yaml:1:1: config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides), not a list`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			home := writeHome(t, tc.config)
+			_, err := registry.LoadConfig(home)
+			var ve *registry.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, cas.ErrInvalid) {
+				t.Fatalf("LoadConfig = %v, want a *ValidationError", err)
+			}
+			if ve.File != filepath.Join(home, "config.yaml") {
+				t.Errorf("File = %q", ve.File)
+			}
+			got := strings.ReplaceAll(err.Error(), home+string(filepath.Separator), "")
+			if got != tc.want {
+				t.Errorf("LoadConfig error:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecret(t *testing.T) {
+	home := writeHome(t, "")
+	env := "# secrets\nexport UWF_TEST_A=from-dotenv\nUWF_TEST_B='dotenv b'\nUWF_TEST_EMPTY=dotenv\n"
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("UWF_TEST_A", "from-env")
+	t.Setenv("UWF_TEST_EMPTY", "")
+	c := mustLoadConfig(t, home)
+	tests := []struct {
+		name string
+		want string
+		ok   bool
+	}{
+		{"UWF_TEST_A", "from-env", true}, // the environment wins
+		{"UWF_TEST_B", "dotenv b", true}, // else .env
+		{"UWF_TEST_EMPTY", "", true},     // set, even empty, still wins
+		{"UWF_TEST_NONE", "", false},     // neither
+	}
+	for _, tc := range tests {
+		if got, ok := c.Secret(tc.name); got != tc.want || ok != tc.ok {
+			t.Errorf("Secret(%s) = %q, %v, want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	// A bad .env is an error naming the file and line.
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("OK=1\nnot a line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := registry.LoadConfig(home)
+	if err == nil || err.Error() != filepath.Join(home, ".env")+":2: expected KEY=VALUE" {
+		t.Errorf("LoadConfig with a bad .env = %v", err)
+	}
+}
+
+func TestAgentFor(t *testing.T) {
+	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	tests := []struct {
+		workflow, role, explicit string
+		want                     string
+		timeout                  time.Duration
+	}{
+		{"develop", "coder", "", "claude", 20 * time.Minute},               // defaultAgent
+		{"develop", "reviewer", "", "codex", registry.DefaultAgentTimeout}, // override, default timeout
+		{"develop", "tester", "", "human", registry.DefaultAgentTimeout},   // override to a built-in
+		{"develop", "reviewer", "claude", "claude", 20 * time.Minute},      // explicit wins
+		{"review-loop", "reviewer", "", "claude", 20 * time.Minute},        // other workflow: default
+		{"develop", "coder", "synth", "synth", registry.DefaultAgentTimeout},
+		{"develop", "coder", "replay:01J0000000000000000000000", "replay:01J0000000000000000000000", registry.DefaultAgentTimeout},
+	}
+	for _, tc := range tests {
+		name, spec, err := c.AgentFor(tc.workflow, tc.role, tc.explicit)
+		if err != nil || name != tc.want || spec.Timeout != tc.timeout {
+			t.Errorf("AgentFor(%s, %s, %q) = %s %+v, %v; want %s timeout %v", tc.workflow, tc.role, tc.explicit, name, spec, err, tc.want, tc.timeout)
+		}
+	}
+	_, spec, _ := c.AgentFor("develop", "reviewer", "")
+	spec.Env["CODEX_HOME"] = "changed"
+	if c.Agents["codex"].Env["CODEX_HOME"] != "/tmp/codex" {
+		t.Errorf("AgentFor returned the config's own map")
+	}
+
+	_, _, err := c.AgentFor("develop", "coder", "gpt")
+	if !errors.Is(err, registry.ErrUnknownAgent) || !errors.Is(err, cas.ErrNotFound) ||
+		err.Error() != `agent "gpt" (from --agent): unknown agent: cas: not found: it is neither configured nor built in (configured: claude, codex; built-in: human, llm, replay:<thread>, synth)` {
+		t.Errorf("AgentFor(unknown) = %v", err)
+	}
+	if _, _, err := c.AgentFor("develop", "coder", "replay:"); !errors.Is(err, registry.ErrUnknownAgent) {
+		t.Errorf("AgentFor(replay:) = %v", err)
+	}
+	empty := mustLoadConfig(t, t.TempDir())
+	_, _, err = empty.AgentFor("develop", "coder", "")
+	if !errors.Is(err, registry.ErrNoAgent) || !strings.Contains(err.Error(), "pass --agent") {
+		t.Errorf("AgentFor with no config = %v", err)
+	}
+	if name, _, err := empty.AgentFor("develop", "coder", "llm"); err != nil || name != "llm" {
+		t.Errorf("AgentFor(llm) with no config = %s, %v", name, err)
+	}
+}
+
+func TestModelFor(t *testing.T) {
+	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	tests := []struct {
+		workflow, role string
+		want, model    string
+		baseURL        string
+		ok             bool
+	}{
+		{"develop", "planner", "qwen", "qwen2.5-coder:7b", "http://localhost:11434/v1", true}, // override
+		{"develop", "coder", "fast", "gpt-4o-mini", "https://api.openai.com/v1", true},        // default
+		{"other", "planner", "fast", "gpt-4o-mini", "https://api.openai.com/v1", true},
+	}
+	for _, tc := range tests {
+		name, m, p, ok := c.ModelFor(tc.workflow, tc.role)
+		if name != tc.want || m.Model != tc.model || p.BaseURL != tc.baseURL || ok != tc.ok {
+			t.Errorf("ModelFor(%s, %s) = %s %+v %+v %v", tc.workflow, tc.role, name, m, p, ok)
+		}
+	}
+	if _, _, _, ok := mustLoadConfig(t, t.TempDir()).ModelFor("develop", "coder"); ok {
+		t.Errorf("ModelFor with no config: ok")
+	}
+}
+
+func TestConfigGetList(t *testing.T) {
+	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	for path, want := range map[string]any{
+		"agents.claude.command":           "claude",
+		"agents.claude.timeout":           "20m",
+		"agents.claude.args":              []any{"-p", "--output-format", "text"},
+		"agents.codex.env.GITHUB_TOKEN":   "ghp_example",
+		"providers.openai.apiKeyEnv":      "OPENAI_API_KEY",
+		"agentOverrides.develop.reviewer": "codex",
+		"modelOverrides.develop.planner":  "qwen",
+		"defaultModel":                    "fast",
+		"models.fast":                     map[string]any{"provider": "openai", "model": "gpt-4o-mini"},
+	} {
+		got, err := c.Get(path)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Get(%s) = %#v, %v; want %#v", path, got, err, want)
+		}
+	}
+	for _, path := range []string{"agents.nobody", "agents.claude.env", "defaultModel.x", "nothing"} {
+		if _, err := c.Get(path); !errors.Is(err, cas.ErrNotFound) {
+			t.Errorf("Get(%s) = %v, want ErrNotFound", path, err)
+		}
+	}
+	var lines []string
+	for _, kv := range c.List() {
+		lines = append(lines, kv.Path+" = "+toText(kv.Value))
+	}
+	want := `agentOverrides.develop.reviewer = codex
+agentOverrides.develop.tester = human
+agents.claude.args = [-p --output-format text]
+agents.claude.command = claude
+agents.claude.timeout = 20m
+agents.codex.args = [exec -]
+agents.codex.command = /usr/local/bin/codex
+agents.codex.env.CODEX_HOME = ********
+agents.codex.env.GITHUB_TOKEN = ********
+defaultAgent = claude
+defaultModel = fast
+modelOverrides.develop.planner = qwen
+models.fast.model = gpt-4o-mini
+models.fast.provider = openai
+models.qwen.model = qwen2.5-coder:7b
+models.qwen.provider = local
+providers.local.baseURL = http://localhost:11434/v1
+providers.openai.apiKeyEnv = OPENAI_API_KEY
+providers.openai.baseURL = https://api.openai.com/v1`
+	if got := strings.Join(lines, "\n"); got != want {
+		t.Errorf("List =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func toText(v any) string {
+	if l, ok := v.([]any); ok {
+		var parts []string
+		for _, e := range l {
+			parts = append(parts, e.(string))
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return v.(string)
+}
+
+func TestMasked(t *testing.T) {
+	tests := []struct {
+		path  string
+		value any
+		want  any
+	}{
+		{"providers.openai.apiKey", "sk-1", registry.Mask},
+		{"x.GITHUB_TOKEN", "t", registry.Mask},
+		{"x.clientSecret", "s", registry.Mask},
+		{"x.db_password", "p", registry.Mask},
+		{"x.PASSWORD", "p", registry.Mask},
+		{"providers.openai.apiKeyEnv", "OPENAI_API_KEY", "OPENAI_API_KEY"}, // names a variable
+		{"agents.coder.env.HOME", "/home/x", registry.Mask},                // any env value
+		{"agents.coder.command", "claude", "claude"},
+		{"agents.coder.keys", "k", "k"},
+		{"agents.coder.env", map[string]any{"A": "1"}, map[string]any{"A": registry.Mask}},
+		{"agents.coder", map[string]any{"command": "c", "env": map[string]any{"A": "1"}},
+			map[string]any{"command": "c", "env": map[string]any{"A": registry.Mask}}},
+		{"", map[string]any{"token": "t"}, map[string]any{"token": registry.Mask}},
+	}
+	for _, tc := range tests {
+		if got := registry.Masked(tc.path, tc.value); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Masked(%s, %v) = %v, want %v", tc.path, tc.value, got, tc.want)
+		}
+	}
+}
+
+// TestSetConfigValue edits a commented config.yaml step by step and
+// compares the result with a golden file: comments and key order stay.
+func TestSetConfigValue(t *testing.T) {
+	home := writeHome(t, `# uwf configuration
+agents:
+  # Claude Code, headless.
+  claude:
+    command: claude   # found in PATH
+    args: [-p]
+    timeout: 20m
+defaultAgent: claude  # used unless overridden
+
+# Models come last.
+models: {}
+`)
+	sets := [][2]string{
+		{"agents.claude.timeout", "30m"},              // replace, keep the line comment
+		{"agents.codex.command", "codex"},             // new agent: intermediate maps
+		{"agents.codex.args", "[exec, --full-auto]"},  // a flow list
+		{"agents.codex.env.CODEX_HOME", "/tmp/codex"}, // deeper
+		{"defaultAgent", "codex"},
+		{"agentOverrides.develop.tester", "human"},
+		{"providers.openai.baseURL", "https://api.openai.com/v1"},
+		{"providers.openai.apiKeyEnv", "OPENAI_API_KEY"},
+		{"models.fast", "{provider: openai, model: gpt-4o-mini}"}, // a model needs both at once
+		{"models.fast.model", "gpt-4.1-mini"},
+		{"defaultModel", "fast"},
+	}
+	for _, s := range sets {
+		if err := registry.SetConfigValue(home, s[0], s[1]); err != nil {
+			t.Fatalf("SetConfigValue(%s, %s): %v", s[0], s[1], err)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/config/set.golden"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("config.yaml after sets:\n%s\nwant:\n%s", got, want)
+	}
+	c := mustLoadConfig(t, home)
+	if name, a, err := c.AgentFor("develop", "coder", ""); err != nil || name != "codex" || a.Args[1] != "--full-auto" {
+		t.Errorf("AgentFor after sets = %s %+v, %v", name, a, err)
+	}
+	if fi, err := os.Stat(filepath.Join(home, "config.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode after set: %v, %v", fi.Mode(), err)
+	}
+
+	// An edit that would make the config invalid is refused; nothing changes.
+	for _, s := range [][2]string{
+		{"agents.claude.timeout", "ten"},
+		{"defaultAgent", "nobody"},
+		{"agents.claude.commmand", "x"},
+		{"agents.claude.command.sub", "x"},
+		{"agents..command", "x"},
+		{"models.slow.provider", "openai"}, // a model without its model id
+	} {
+		err := registry.SetConfigValue(home, s[0], s[1])
+		if err == nil || !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("SetConfigValue(%s, %s) = %v, want an error wrapping ErrInvalid", s[0], s[1], err)
+		}
+	}
+	after, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if string(after) != string(got) {
+		t.Errorf("a refused set changed the file")
+	}
+	entries, _ := os.ReadDir(home)
+	if len(entries) != 1 {
+		t.Errorf("home holds %d entries, want only config.yaml (no temp files)", len(entries))
+	}
+}
+
+func TestSetConfigValueNewFile(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "new-home")
+	if err := registry.SetConfigValue(home, "agents.bot.timeout", "90s"); err == nil {
+		t.Fatal("agent without command accepted")
+	}
+	if err := registry.SetConfigValue(home, "defaultAgent", "synth"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if err != nil || string(got) != "defaultAgent: synth\n" {
+		t.Errorf("new config.yaml = %q, %v", got, err)
+	}
+	// Values are read as YAML, so a string that looks like a number keeps
+	// its quotes when given quoted.
+	if err := registry.SetConfigValue(home, "agentOverrides.develop.coder", `"human"`); err != nil {
+		t.Fatal(err)
+	}
+	c := mustLoadConfig(t, home)
+	if name, _, err := c.AgentFor("develop", "coder", ""); err != nil || name != "human" {
+		t.Errorf("AgentFor = %s, %v", name, err)
+	}
+}

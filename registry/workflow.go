@@ -1,0 +1,112 @@
+package registry
+
+import (
+	"slices"
+
+	"github.com/uncaged/uwf/moderator"
+)
+
+// Workflow is a workflow in memory, as [Parse] reads it from YAML or
+// [Registry.Load] reads it from the store: roles with their output schemas,
+// and the status graph the moderator walks. A Workflow built in Go is
+// validated by [Workflow.Validate] (and by [Registry.Put]).
+//
+// A Workflow is not safe for concurrent modification; reading it from many
+// goroutines is fine.
+type Workflow struct {
+	// Name is the workflow's name, a ref segment: [A-Za-z0-9][A-Za-z0-9._-]*,
+	// at most 190 characters. The registry keeps it at workflows/<Name>.
+	Name string
+	// Description is optional text for people.
+	Description string
+	// MaxSteps bounds the steps of a thread (SPEC §5); 0 means no bound.
+	MaxSteps int
+	// Roles maps a role name to its definition.
+	Roles map[string]*Role
+	// Graph maps a from-role ([moderator.Start] included) and a status to
+	// the edge taken.
+	Graph moderator.Graph
+
+	file string              // the file Parse read, for messages
+	pos  map[posKey]position // where things stand in that file
+	// flagged holds roles ({"roles", name}) whose schema, and edges
+	// ({"graph", from, status}) whose target, already have a problem
+	// reported while parsing; the checks that depend on them skip them.
+	flagged map[posKey]bool
+}
+
+// Role is one role of a workflow: the instructions handed to its agent and
+// the JSON Schema of its structured output.
+type Role struct {
+	Description  string   // for people; optional
+	Goal         string   // who the agent is; optional
+	Procedure    string   // how it works; optional
+	Output       string   // what its markdown body should hold; optional
+	Capabilities []string // free-form tags for the agent runtime; optional
+	// Frontmatter is the JSON Schema (draft 2020-12) of the role's
+	// structured output, as plain JSON values (map[string]any, []any,
+	// string, float64, bool, nil). It must pin "status" to a const or an
+	// enum, or be a oneOf/anyOf of variants that each do.
+	Frontmatter any
+}
+
+// Statuses returns the statuses role's schema pins, sorted; nil if the
+// workflow has no such role or its schema pins none. The caller owns the
+// returned slice.
+func (w *Workflow) Statuses(role string) []string {
+	r, ok := w.Roles[role]
+	if !ok || r == nil {
+		return nil
+	}
+	vs, ok := variants(r.Frontmatter)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.statuses...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// RoleNames returns the names of w's roles, sorted. The caller owns the
+// returned slice.
+func (w *Workflow) RoleNames() []string {
+	names := make([]string, 0, len(w.Roles))
+	for n := range w.Roles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// position is a 1-based line and column in the parsed file; zero if unknown.
+type position struct{ line, col int }
+
+// posKey names a place in a workflow file: {"name"}, {"roles", role},
+// {"roles", role, "frontmatter"}, {"graph", from, status, "prompt"}, ...
+type posKey struct{ a, b, c, d string }
+
+// partialGraph flags a graph some part of which could not be read (and was
+// reported): checks over the whole graph would only add noise.
+var partialGraph = posKey{a: "partial graph"}
+
+// at returns where k stands, or the zero position.
+func (w *Workflow) at(k posKey) position { return w.pos[k] }
+
+// has reports whether the parsed file had k.
+func (w *Workflow) has(k posKey) bool {
+	_, ok := w.pos[k]
+	return ok
+}
+
+// firstOf returns the position of the first key of ks the file had.
+func (w *Workflow) firstOf(ks ...posKey) position {
+	for _, k := range ks {
+		if p, ok := w.pos[k]; ok {
+			return p
+		}
+	}
+	return position{}
+}

@@ -345,14 +345,14 @@ func (p *parser) escapedString(start, i int, ascii bool) (string, error) {
 			}
 			switch {
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return "", p.errAt(i, fmt.Sprintf(`lone surrogate "\u%04x"`, r))
+				return "", p.errAt(i, fmt.Sprintf(`lone surrogate \u%04x`, r))
 			case r >= 0xD800 && r <= 0xDBFF:
 				lo, ok := rune(0), false
 				if i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
 					lo, ok = hex4(data, i+8)
 				}
 				if !ok || lo < 0xDC00 || lo > 0xDFFF {
-					return "", p.errAt(i, fmt.Sprintf(`lone surrogate "\u%04x"`, r))
+					return "", p.errAt(i, fmt.Sprintf(`lone surrogate \u%04x`, r))
 				}
 				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
 				i += 6
@@ -421,20 +421,25 @@ func hex4(data []byte, i int) (rune, bool) {
 	return r, true
 }
 
+// badEscape reports the invalid escape sequence at data[i] (a backslash
+// followed by at least one byte).
 func (p *parser) badEscape(i int) error {
-	end := i + 2
-	if end < len(p.data) && p.data[i+1] == 'u' {
-		end = i + 2
-		for end < i+6 && end < len(p.data) && p.data[end] != '"' && p.data[end] != '\\' && p.data[end] >= 0x20 && p.data[end] < 0x80 {
+	data := p.data
+	if data[i+1] == 'u' {
+		end := i + 2
+		for end < i+6 && end < len(data) && strPlain[data[end]] {
 			end++
 		}
+		return p.errAt(i, "invalid escape "+string(data[i:end]))
 	}
-	end = min(end, len(p.data))
-	seq := p.data[i:end]
-	if !utf8.Valid(seq) {
-		seq = seq[:1]
+	r, size := utf8.DecodeRune(data[i+1:])
+	switch {
+	case r == utf8.RuneError && size == 1:
+		return p.errAt(i, fmt.Sprintf("invalid escape: backslash before invalid UTF-8 byte 0x%02x", data[i+1]))
+	case r < 0x20:
+		return p.errAt(i, fmt.Sprintf("invalid escape: backslash before control character U+%04X", r))
 	}
-	return p.errAt(i, fmt.Sprintf("invalid escape %q", seq))
+	return p.errAt(i, "invalid escape \\"+string(r))
 }
 
 // checkUTF8 reports the first invalid UTF-8 byte in data[start:end].

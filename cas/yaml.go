@@ -127,7 +127,7 @@ func (c *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 			return nil, nodeError(n, "unsupported tag %s", tag)
 		}
 		if depth >= MaxDepth {
-			return nil, nodeError(n, "nesting deeper than %d levels", MaxDepth)
+			return nil, c.tooDeep(n)
 		}
 		defer c.enter(n)()
 		out := make([]any, len(n.Content))
@@ -144,7 +144,7 @@ func (c *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 			return nil, nodeError(n, "unsupported tag %s", tag)
 		}
 		if depth >= MaxDepth {
-			return nil, nodeError(n, "nesting deeper than %d levels", MaxDepth)
+			return nil, c.tooDeep(n)
 		}
 		defer c.enter(n)()
 		return c.mapping(n, depth)
@@ -153,6 +153,16 @@ func (c *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 		return nil, &SyntaxError{Msg: "empty document"}
 	}
 	return nil, nodeError(n, "unknown YAML node kind %d", n.Kind)
+}
+
+// tooDeep reports nesting beyond MaxDepth at n or, inside an alias, at the
+// outermost alias being expanded (the nodes of an anchor are not too deep
+// where they are written).
+func (c *yamlConv) tooDeep(n *yaml.Node) error {
+	if c.inAlias > 0 {
+		n = c.outer
+	}
+	return nodeError(n, "nesting deeper than %d levels", MaxDepth)
 }
 
 // alias expands the alias n by calling f on its target, counting the
@@ -329,7 +339,10 @@ func (c *yamlConv) scalar(n *yaml.Node) (any, error) {
 	case "!!str", "!!timestamp", "!!binary", "!!merge":
 		// A "<<" outside a key position is just text.
 		if tag == "!!str" && isPlainScalar(n) && yamlNumberSyntax(n.Value) {
-			return nil, nodeError(n, "number %s overflows a double", n.Value)
+			if isYAMLFloat(strings.ReplaceAll(n.Value, "_", "")) {
+				return nil, nodeError(n, "number %s overflows a double", n.Value)
+			}
+			return nil, nodeError(n, "number %s is out of range", n.Value)
 		}
 		if !utf8.ValidString(n.Value) {
 			return nil, nodeError(n, "string is not valid UTF-8")

@@ -76,6 +76,7 @@ type parser struct {
 	vals    []any    // array elements being collected, innermost last
 	members []member // object members being collected, innermost last
 	buf     []byte   // unescaped string being built
+	text    string   // a copy of data that strings without escapes slice, if small
 }
 
 type member struct {
@@ -85,6 +86,11 @@ type member struct {
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+// maxSharedText is the largest input whose strings share one copy of it:
+// one allocation instead of one per string, at the cost of a string kept
+// from the result keeping up to this much memory alive.
+const maxSharedText = 16 << 10
 
 // maxPooledScratch bounds the scratch a pooled parser keeps, so one huge
 // document does not pin its memory.
@@ -97,7 +103,7 @@ func (p *parser) release() {
 	if cap(p.vals) > maxPooledScratch || cap(p.members) > maxPooledScratch || cap(p.buf) > maxPooledScratch {
 		return
 	}
-	p.data = nil
+	p.data, p.text = nil, ""
 	parserPool.Put(p)
 }
 
@@ -106,6 +112,9 @@ func (p *parser) parse(data []byte) (any, error) {
 		data = data[3:]
 	}
 	p.data, p.pos, p.depth = data, 0, 0
+	if len(data) <= maxSharedText {
+		p.text = string(data)
+	}
 	p.skipSpace()
 	if p.pos == len(p.data) {
 		return nil, p.errAt(p.pos, "empty input")
@@ -292,6 +301,9 @@ func (p *parser) string() (string, error) {
 				}
 			}
 			p.pos = i + 1
+			if p.text != "" {
+				return p.text[start:i], nil
+			}
 			return string(data[start:i]), nil
 		case c == '\\':
 			return p.escapedString(start, i, ascii)

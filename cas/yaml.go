@@ -40,8 +40,8 @@ const maxAliasNodes = 10000
 //
 // Aliases are allowed, but their expansion is bounded: all aliases in the
 // document together may stand for at most 10,000 nodes (an alias counts
-// every node of what it stands for, recursively, including nested
-// aliases), so a "billion laughs" document fails after at most that much
+// every node of what it stands for, keys included, recursively through
+// nested aliases), so a "billion laughs" document fails after at most that much
 // work. An alias inside its own anchor (a recursive structure) is rejected,
 // and nesting, counted with aliases expanded, may be at most [MaxDepth].
 //
@@ -107,10 +107,8 @@ func nodeError(n *yaml.Node, format string, args ...any) error {
 
 // value converts n, which is nested depth levels deep (its parent's depth).
 func (c *yamlConv) value(n *yaml.Node, depth int) (any, error) {
-	if c.inAlias > 0 {
-		if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
-			return nil, nodeError(c.outer, "aliases expand to more than %d nodes", maxAliasNodes)
-		}
+	if err := c.count(); err != nil {
+		return nil, err
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -153,6 +151,18 @@ func (c *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 		return nil, &SyntaxError{Msg: "empty document"}
 	}
 	return nil, nodeError(n, "unknown YAML node kind %d", n.Kind)
+}
+
+// count counts one node towards the alias bound if an alias is being
+// expanded.
+func (c *yamlConv) count() error {
+	if c.inAlias == 0 {
+		return nil
+	}
+	if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
+		return nodeError(c.outer, "aliases expand to more than %d nodes", maxAliasNodes)
+	}
+	return nil
 }
 
 // tooDeep reports nesting beyond MaxDepth at n or, inside an alias, at the
@@ -276,8 +286,8 @@ func (c *yamlConv) merge(m map[string]any, mv *yaml.Node, depth int) error {
 	var err error
 	if mv.Kind == yaml.AliasNode {
 		_, err = c.alias(mv, func(t *yaml.Node) (any, error) {
-			if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
-				return nil, nodeError(c.outer, "aliases expand to more than %d nodes", maxAliasNodes)
+			if err := c.count(); err != nil {
+				return nil, err
 			}
 			return each(t)
 		})
@@ -289,14 +299,23 @@ func (c *yamlConv) merge(m map[string]any, mv *yaml.Node, depth int) error {
 
 // key returns the string a mapping key stands for, or isMerge for "<<".
 func (c *yamlConv) key(k *yaml.Node) (key string, isMerge bool, err error) {
+	if err := c.count(); err != nil {
+		return "", false, err
+	}
 	t := k
 	if k.Kind == yaml.AliasNode {
 		if k.Alias == nil {
 			return "", false, nodeError(k, "unknown anchor %q", k.Value)
 		}
 		t = k.Alias
-		if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
-			return "", false, nodeError(k, "aliases expand to more than %d nodes", maxAliasNodes)
+		if c.inAlias == 0 {
+			c.outer = k
+		}
+		c.inAlias++
+		err := c.count()
+		c.inAlias--
+		if err != nil {
+			return "", false, err
 		}
 	}
 	switch t.Kind {

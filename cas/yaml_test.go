@@ -168,6 +168,21 @@ func TestParseYAMLAliasBound(t *testing.T) {
 	if !errors.As(err, &se) || se.Msg != "aliases expand to more than 10000 nodes" || se.Line != 2 || se.Column != 305 {
 		t.Errorf("ParseYAML with 10100 alias nodes: error = %#v, want the bound at 2:305 (the 101st alias)", err)
 	}
+	// Keys count too: a mapping of 49 pairs is 99 nodes, so 101 aliases of
+	// it make 9,999 nodes and 102 make 10,098.
+	mapDoc := func(aliases int) []byte {
+		var pairs []string
+		for i := range 49 {
+			pairs = append(pairs, fmt.Sprintf("k%d: v", i))
+		}
+		return []byte("m: &m {" + strings.Join(pairs, ", ") + "}\nl: [" + strings.TrimSuffix(strings.Repeat("*m,", aliases), ",") + "]\n")
+	}
+	if _, err := cas.ParseYAML(mapDoc(101)); err != nil {
+		t.Errorf("ParseYAML with 9999 alias nodes: %v", err)
+	}
+	if _, err := cas.ParseYAML(mapDoc(102)); err == nil {
+		t.Errorf("ParseYAML with 10098 alias nodes (keys counted) succeeded")
+	}
 	// Aliases of scalars count one node each.
 	scalars := "s: &s x\nl: [" + strings.TrimSuffix(strings.Repeat("*s,", 10000), ",") + "]\n"
 	if _, err := cas.ParseYAML([]byte(scalars)); err != nil {

@@ -298,16 +298,32 @@ func compareUTF16(a, b string) int {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string with RFC 8785's minimal escaping.
-func appendString(dst []byte, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return dst, invalidString(s)
+// strSafe[c] reports whether the ASCII byte c is written unescaped.
+var strSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
+	return t
+}()
+
+// appendString appends s as a JSON string with RFC 8785's minimal escaping,
+// checking in the same pass that s is valid UTF-8.
+func appendString(dst []byte, s string) ([]byte, error) {
+	n := len(dst)
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				return dst[:n], invalidString(s)
+			}
+			i += size
+			continue
+		}
+		if strSafe[c] {
+			i++
 			continue
 		}
 		dst = append(dst, s[start:i]...)
@@ -327,7 +343,8 @@ func appendString(dst []byte, s string) ([]byte, error) {
 		default:
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		i++
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"'), nil

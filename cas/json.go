@@ -59,6 +59,9 @@ func (e *SyntaxError) Unwrap() error { return ErrInvalid }
 // Every error is a *[SyntaxError] (which wraps [ErrInvalid]) giving the line
 // and column of the problem. When the input has several problems, which one
 // is reported is not specified. ParseJSON is safe for concurrent use.
+//
+// The strings of a small input (up to 16 KiB) share one copy of it, so a
+// string kept from the result keeps that copy alive.
 func ParseJSON(data []byte) (any, error) {
 	p := parserPool.Get().(*parser)
 	v, err := p.parse(data)
@@ -97,8 +100,10 @@ const maxSharedText = 16 << 10
 const maxPooledScratch = 1 << 16
 
 func (p *parser) release() {
-	clear(p.vals[:cap(p.vals)])
-	clear(p.members[:cap(p.members)])
+	// Entries beyond the lengths were cleared as they were popped; a
+	// failed parse leaves entries below them.
+	clear(p.vals)
+	clear(p.members)
 	p.vals, p.members, p.buf = p.vals[:0], p.members[:0], p.buf[:0]
 	if cap(p.vals) > maxPooledScratch || cap(p.members) > maxPooledScratch || cap(p.buf) > maxPooledScratch {
 		return

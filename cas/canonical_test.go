@@ -402,6 +402,7 @@ func TestCanonicalErrors(t *testing.T) {
 		{"chan in map", map[string]any{"c": make(chan int)}, "invalid JSON value at /c: unsupported type chan int"},
 		{"complex", complex(1, 2), "invalid JSON value: unsupported type complex128"},
 		{"int-keyed map", map[int]string{1: "a"}, "invalid JSON value: unsupported map key type int in map[int]string (keys must be strings)"},
+		{"int-keyed map in array", []any{1.0, map[int]string{1: "a"}}, "invalid JSON value at /1: unsupported map key type int in map[int]string (keys must be strings)"},
 		{"any-keyed map", map[any]any{"a": 1}, "invalid JSON value: unsupported map key type interface {} in map[interface {}]interface {} (keys must be strings)"},
 		{"struct with func", withFunc{}, "invalid JSON value: unsupported type func()"},
 		{"struct with int map", &withIntMap{}, "unsupported map key type int"},
@@ -426,11 +427,11 @@ func TestCanonicalErrors(t *testing.T) {
 			// AppendCanonical leaves dst as it was.
 			dst := []byte("prefix")
 			out, err := cas.AppendCanonical(dst, tc.in)
-			if err == nil || string(out) != "prefix" {
-				t.Errorf("AppendCanonical = %q, %v; want \"prefix\" and an error", out, err)
+			if err == nil || string(out) != "prefix" || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("AppendCanonical = %q, %v; want \"prefix\" and error %q", out, err, tc.want)
 			}
-			if _, err := cas.ToValue(tc.in); err == nil || !errors.Is(err, cas.ErrInvalid) {
-				t.Errorf("ToValue error = %v, want one wrapping ErrInvalid", err)
+			if _, err := cas.ToValue(tc.in); err == nil || !errors.Is(err, cas.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ToValue error = %v, want %q wrapping ErrInvalid", err, tc.want)
 			}
 		})
 	}
@@ -556,6 +557,54 @@ func TestToValueSharesPlainParts(t *testing.T) {
 	if a := got.([]any); a[0] != "x" || a[1] != "0000000000002" || arr[1] != cas.Hash(2) {
 		t.Errorf("ToValue(%#v) = %#v", arr, got)
 	}
+}
+
+// TestConcurrentUse runs the pooled parser and encoder from several
+// goroutines (meaningful under -race).
+func TestConcurrentUse(t *testing.T) {
+	want, err := cas.Canonical(mustParse(t, benchJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := mustParse(t, benchJSON)
+	type struct1 struct{ M map[int]int }
+	errc := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 200 {
+				v, err := cas.ParseJSON(benchJSON)
+				if err != nil {
+					errc <- err
+					return
+				}
+				for _, x := range []any{v, shared} {
+					if got, err := cas.Canonical(x); err != nil || !bytes.Equal(got, want) {
+						errc <- fmt.Errorf("Canonical = %s, %v", got, err)
+						return
+					}
+				}
+				if _, err := cas.Canonical([]any{struct1{}}); err == nil {
+					errc <- errors.New("Canonical accepted map[int]int")
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mustParse(t *testing.T, data []byte) any {
+	t.Helper()
+	v, err := cas.ParseJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func ExampleCanonical() {

@@ -258,8 +258,9 @@ func isNilPointer(v any) bool {
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
-// typeChecks caches checkType's verdict per type.
-var typeChecks sync.Map // reflect.Type -> error (nil stored as struct{}{})
+// typeChecks caches checkType's verdict per type: the problem's
+// description, "" if none.
+var typeChecks sync.Map // reflect.Type -> string
 
 // checkType reports the first part of t that Canonical refuses although
 // encoding/json might encode it: funcs, chans, complex numbers, unsafe
@@ -268,39 +269,34 @@ var typeChecks sync.Map // reflect.Type -> error (nil stored as struct{}{})
 // themselves are not inspected; interface values are left to
 // encoding/json.
 func checkType(t reflect.Type) error {
-	if r, ok := typeChecks.Load(t); ok {
-		if err, ok := r.(error); ok {
-			return err
-		}
-		return nil
+	r, ok := typeChecks.Load(t)
+	if !ok {
+		r, _ = typeChecks.LoadOrStore(t, walkType(t, map[reflect.Type]bool{}))
 	}
-	err := walkType(t, map[reflect.Type]bool{})
-	if err != nil {
-		typeChecks.Store(t, err)
-	} else {
-		typeChecks.Store(t, struct{}{})
+	if msg := r.(string); msg != "" {
+		return &valueError{msg: msg} // a new one: callers add to its path
 	}
-	return err
+	return nil
 }
 
-func walkType(t reflect.Type, seen map[reflect.Type]bool) error {
+func walkType(t reflect.Type, seen map[reflect.Type]bool) string {
 	if seen[t] {
-		return nil
+		return ""
 	}
 	seen[t] = true
 	if t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType) {
-		return nil
+		return ""
 	}
 	if pt := reflect.PointerTo(t); pt.Implements(jsonMarshalerType) || pt.Implements(textMarshalerType) {
-		return nil
+		return ""
 	}
 	switch t.Kind() {
 	case reflect.Func, reflect.Chan, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
-		return &valueError{msg: "unsupported type " + t.String()}
+		return "unsupported type " + t.String()
 	case reflect.Map:
 		k := t.Key()
 		if k.Kind() != reflect.String && !k.Implements(textMarshalerType) {
-			return &valueError{msg: "unsupported map key type " + k.String() + " in " + t.String() + " (keys must be strings)"}
+			return "unsupported map key type " + k.String() + " in " + t.String() + " (keys must be strings)"
 		}
 		return walkType(t.Elem(), seen)
 	case reflect.Pointer, reflect.Slice, reflect.Array:
@@ -318,12 +314,12 @@ func walkType(t reflect.Type, seen map[reflect.Type]bool) error {
 			if f.Tag.Get("json") == "-" {
 				continue
 			}
-			if err := walkType(f.Type, seen); err != nil {
-				return err
+			if msg := walkType(f.Type, seen); msg != "" {
+				return msg
 			}
 		}
 	}
-	return nil
+	return ""
 }
 
 // valueError reports a value that Canonical or ToValue cannot encode, and

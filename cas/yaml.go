@@ -41,9 +41,11 @@ const maxAliasNodes = 10000
 // Aliases are allowed, but their expansion is bounded: all aliases in the
 // document together may stand for at most 10,000 nodes (an alias counts
 // every node of what it stands for, keys included, recursively through
-// nested aliases), so a "billion laughs" document fails after at most that much
-// work. An alias inside its own anchor (a recursive structure) is rejected,
-// and nesting, counted with aliases expanded, may be at most [MaxDepth].
+// nested aliases; the anchored nodes themselves count once, where they are
+// written, and are not limited), so a "billion laughs" document fails
+// after at most that much work. An alias inside its own anchor (a
+// recursive structure) is rejected, and nesting, counted with aliases
+// expanded, may be at most [MaxDepth].
 //
 // Empty input, or input that is only comments, is an error ("empty
 // document"); a lone "---" is a document holding null. A second document

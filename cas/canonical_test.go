@@ -157,6 +157,17 @@ func TestCanonicalNumbersMatchEncodingJSON(t *testing.T) {
 			t.Fatalf("Canonical(%#x) = %s, encoding/json says %s", math.Float64bits(f), got, want)
 		}
 	}
+	// float32 is written as encoding/json writes it.
+	for range n / 10 {
+		f := math.Float32frombits(r.Uint32())
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) || f == 0 {
+			continue
+		}
+		want, _ := json.Marshal(f)
+		if got, err := cas.Canonical(f); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Canonical(float32 %#x) = %s, %v; encoding/json says %s", math.Float32bits(f), got, err, want)
+		}
+	}
 	// Integers and short decimals, where the layout switches forms.
 	for e := -30; e <= 30; e++ {
 		for _, m := range []float64{1, 1.5, 9.999999999999999, 123456789} {
@@ -319,6 +330,7 @@ func TestCanonicalConvenienceTypes(t *testing.T) {
 		{"int slice via encoding/json", []int{3, 1, 2}, `[3,1,2]`},
 		{"int map via encoding/json", map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}`},
 		{"byte slice as base64", []byte("hi"), `"aGk="`},
+		{"real U+FFFD through encoding/json", map[string]status{"a": "\uFFFD"}, "{\"a\":\"\uFFFD\"}"},
 		{"hash-keyed map", map[cas.Hash]bool{1: true}, `{"0000000000001":true}`},
 		{"nested convenience values", map[string]any{"type": h, "payload": map[string]any{"n": 1, "list": []string{"x"}}},
 			`{"payload":{"list":["x"],"n":1},"type":"2DHW2FP49YVD3"}`},

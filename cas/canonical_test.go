@@ -314,6 +314,7 @@ func TestCanonicalConvenienceTypes(t *testing.T) {
 		{"string map", map[string]string{"b": "1", "a": "2"}, `{"a":"2","b":"1"}`},
 		{"raw message", json.RawMessage(` { "b" : [1, 2.50], "a" : "x" } `), `{"a":"x","b":[1,2.5]}`},
 		{"number", json.Number("1.50e2"), `150`},
+		{"empty number is 0, as in encoding/json", json.Number(""), `0`},
 		{"text marshaler", textID("7"), `"id-7"`},
 		{"pointer text marshaler", &ptrText{n: 42}, `"42"`},
 		{"netip", netip.MustParseAddr("::1"), `"::1"`},
@@ -422,6 +423,7 @@ func TestCanonicalErrors(t *testing.T) {
 		{"raw message with duplicate keys", json.RawMessage(`{"a":1,"a":2}`), `invalid JSON value: json.RawMessage: line 1, column 8: duplicate key "a"`},
 		{"raw message not JSON", []any{json.RawMessage(`{`)}, "invalid JSON value at /0: json.RawMessage: line 1, column 2: expected a string key, found end of input"},
 		{"number not a number", json.Number("abc"), `invalid JSON value: json.Number "abc" is not a JSON number`},
+		{"number with spaces", json.Number(" 1"), `invalid JSON value: json.Number " 1" is not a JSON number`},
 		{"number overflow", json.Number("1e400"), `invalid JSON value: json.Number "1e400" is not a JSON number`},
 	}
 	for _, tc := range tests {

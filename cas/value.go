@@ -142,8 +142,11 @@ func convertOther(v any) (any, error) {
 		}
 		return pv, nil
 	case json.Number:
+		if x == "" {
+			return 0.0, nil // as encoding/json writes it
+		}
 		pv, err := ParseJSON([]byte(x))
-		if _, ok := pv.(float64); err != nil || !ok {
+		if _, ok := pv.(float64); err != nil || !ok || strings.TrimSpace(string(x)) != string(x) || x[0] == '\xef' {
 			return nil, &valueError{msg: fmt.Sprintf("json.Number %q is not a JSON number", string(clip([]byte(x))))}
 		}
 		return pv, nil

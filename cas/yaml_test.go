@@ -220,6 +220,7 @@ func TestParseYAMLRejects(t *testing.T) {
 		{"duplicate key", "a: 1\nb: 2\na: 3", 3, 1, `duplicate key "a"`},
 		{"duplicate key quoted", "a: 1\n'a': 2", 2, 1, `duplicate key "a"`},
 		{"duplicate key in flow", "x: {a: 1, a: 2}", 1, 11, `duplicate key "a"`},
+		{"column counts characters", "x: {éé: 1, 😀: 2, éé: 3}", 1, 18, `duplicate key "éé"`},
 		{"duplicate merge key", "b: &b {a: 1}\nm:\n  <<: *b\n  <<: *b\n", 4, 3, `duplicate key "<<"`},
 		{"inf", "a: .inf", 1, 4, "number .inf is not finite: JSON has no infinity or NaN"},
 		{"minus inf", "a: [1, -.Inf]", 1, 8, "number -.Inf is not finite: JSON has no infinity or NaN"},

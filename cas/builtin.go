@@ -6,27 +6,30 @@ import (
 )
 
 // The meta-schema and the built-in schemas are constants of the format
-// (docs/FORMAT.md): their payloads are the files in schemas/, and a test
-// pins these hashes.
-var (
-	// MetaSchema is the hash of the meta-schema node: the one node whose
-	// type is the zero hash, and the type of every schema node.
-	MetaSchema Hash
-	// ContentSchema types text: prompts, raw agent output, stderr.
-	ContentSchema Hash
-	// WorkflowSchema types a registered workflow.
-	WorkflowSchema Hash
-	// StartSchema types the start node of a thread.
-	StartSchema Hash
-	// StepSchema types one role's step in a thread.
-	StepSchema Hash
-	// MarkSchema types a lifecycle mark in a thread (done, killed,
-	// suspended, resumed).
-	MarkSchema Hash
-	// DetailSchema types the record of one agent run.
-	DetailSchema Hash
-	// FailureSchema types the record of a failed step.
-	FailureSchema Hash
+// (docs/FORMAT.md): the hashes of the nodes whose payloads are the files in
+// schemas/. The package refuses to start if the files and the constants
+// disagree, and a golden test pins them.
+const (
+	// MetaSchema is the hash of the meta-schema node (0XBEZKPSM0G0A): the
+	// one node whose type is the zero hash, and the type of every schema
+	// node.
+	MetaSchema Hash = 0x0eaddf9db340400a
+	// ContentSchema (54YMEB1H6FVZG) types text: prompts, raw agent output,
+	// stderr.
+	ContentSchema Hash = 0x527a8e586267eff0
+	// WorkflowSchema (218DS5RX2WHPC) types a registered workflow.
+	WorkflowSchema Hash = 0x20a1b92e3a2e46cc
+	// StartSchema (E42MDMFVS6YQF) types the start node of a thread.
+	StartSchema Hash = 0xe20a8da3f7937aef
+	// StepSchema (5BF853BQR40GW) types one role's step in a thread.
+	StepSchema Hash = 0x55bd051aef82021c
+	// MarkSchema (0AHM73AYPZ7WP) types a lifecycle mark in a thread (done,
+	// killed, suspended, resumed).
+	MarkSchema Hash = 0x0546871abd6f9f96
+	// DetailSchema (DKGXHKXNQVG36) types the record of one agent run.
+	DetailSchema Hash = 0xd9c3b19f6b7dc066
+	// FailureSchema (CXZRHPN6HPEZY) types the record of a failed step.
+	FailureSchema Hash = 0xceff11b54d1b3bfe
 )
 
 //go:embed schemas/*.json
@@ -51,21 +54,29 @@ func init() {
 	if metaBytes, err = (Node{Payload: meta}).Encode(); err != nil {
 		panic(err)
 	}
-	MetaSchema = Sum(metaBytes)
+	mustPinned("meta", Sum(metaBytes), MetaSchema)
 	builtins = append(builtins, Builtin{Name: "meta", Hash: MetaSchema, Node: metaBytes})
 	for _, b := range []struct {
 		name string
-		h    *Hash
+		h    Hash
 	}{
-		{"content", &ContentSchema}, {"workflow", &WorkflowSchema}, {"start", &StartSchema},
-		{"step", &StepSchema}, {"mark", &MarkSchema}, {"detail", &DetailSchema}, {"failure", &FailureSchema},
+		{"content", ContentSchema}, {"workflow", WorkflowSchema}, {"start", StartSchema},
+		{"step", StepSchema}, {"mark", MarkSchema}, {"detail", DetailSchema}, {"failure", FailureSchema},
 	} {
 		data, err := (Node{Type: MetaSchema, Payload: mustBuiltinPayload(b.name)}).Encode()
 		if err != nil {
 			panic(err)
 		}
-		*b.h = Sum(data)
-		builtins = append(builtins, Builtin{Name: b.name, Hash: *b.h, Node: data})
+		mustPinned(b.name, Sum(data), b.h)
+		builtins = append(builtins, Builtin{Name: b.name, Hash: b.h, Node: data})
+	}
+}
+
+// mustPinned stops the program if an embedded schema no longer hashes to
+// its constant: the store format would silently change.
+func mustPinned(name string, got, want Hash) {
+	if got != want {
+		panic(fmt.Sprintf("cas: built-in schema %s hashes to %s, but the format pins %s", name, got, want))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Request is what one run of an agent is asked. The thread package fills it
@@ -98,11 +99,20 @@ func lastLine(s string) string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
-	s = strings.TrimSpace(s)
-	if len(s) > 200 {
-		s = s[:197] + "..."
+	return cut(strings.TrimSpace(s), 200)
+}
+
+// cut shortens s to at most n bytes (n > 3), ending in "..." when cut,
+// without splitting a UTF-8 sequence.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	i := n - 3
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }
 
 // Exit codes, as a shell reports them. A [Result]'s ExitCode is one of

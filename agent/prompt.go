@@ -92,10 +92,17 @@ func FormatInstruction(schema any) string {
 			} else {
 				b.WriteString("\n### Shape " + strconv.Itoa(i+1) + "\n")
 			}
+			if desc := description(v.Schema); desc != "" && desc != description(roleschema.Merge(schema, schema)) {
+				b.WriteString("\n" + desc + "\n")
+			}
 			d.object(v.Schema)
 		}
 	default:
-		d.object(roleschema.Merge(schema, schema))
+		m := roleschema.Merge(schema, schema)
+		if desc := description(m); desc != "" {
+			b.WriteString("\nThe frontmatter: " + desc + "\n")
+		}
+		d.object(m)
 	}
 
 	b.WriteString("\nIf you cannot go on without a person (a question only they can answer, access you lack), " +
@@ -279,21 +286,24 @@ func (d *describer) typePhrase(m map[string]any, t string, depth int) (string, f
 			p = "an integer"
 		}
 		var notes []string
-		lo, hasLo := num(m, "minimum")
-		hi, hasHi := num(m, "maximum")
+		lo, loEx, hasLo := bound(m, "minimum", "exclusiveMinimum", true)
+		hi, hiEx, hasHi := bound(m, "maximum", "exclusiveMaximum", false)
+		lower, upper := "at least ", "at most "
+		if loEx {
+			lower = "greater than "
+		}
+		if hiEx {
+			upper = "less than "
+		}
 		switch {
-		case hasLo && hasHi:
+		case hasLo && hasHi && !loEx && !hiEx:
 			notes = append(notes, "from "+fmtNum(lo)+" to "+fmtNum(hi))
+		case hasLo && hasHi:
+			notes = append(notes, lower+fmtNum(lo)+" and "+upper+fmtNum(hi))
 		case hasLo:
-			notes = append(notes, "at least "+fmtNum(lo))
+			notes = append(notes, lower+fmtNum(lo))
 		case hasHi:
-			notes = append(notes, "at most "+fmtNum(hi))
-		}
-		if x, ok := num(m, "exclusiveMinimum"); ok {
-			notes = append(notes, "greater than "+fmtNum(x))
-		}
-		if x, ok := num(m, "exclusiveMaximum"); ok {
-			notes = append(notes, "less than "+fmtNum(x))
+			notes = append(notes, upper+fmtNum(hi))
 		}
 		if x, ok := num(m, "multipleOf"); ok {
 			notes = append(notes, "a multiple of "+fmtNum(x))
@@ -343,6 +353,9 @@ func (d *describer) typePhrase(m map[string]any, t string, depth int) (string, f
 			p += " and no others"
 		}
 		return p, func(indent string) { d.fields(m, indent, depth+1) }
+	}
+	if t == "any" {
+		return "any value", nil
 	}
 	return "a value of type " + t, nil
 }

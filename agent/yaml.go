@@ -1,12 +1,11 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/uncaged/uwf/cas"
 )
@@ -14,7 +13,8 @@ import (
 // writeYAML writes a plain JSON value as block-style YAML, every line
 // indented by indent spaces: mappings with "status" first and the other
 // keys sorted, sequences with "- ", strings plain when YAML cannot misread
-// them and double-quoted (JSON escapes) otherwise. cas.ParseYAML reads the
+// them and double-quoted (with escapes for what YAML cannot hold as is)
+// otherwise. cas.ParseYAML reads the
 // result back as the same value.
 func writeYAML(b *strings.Builder, v any, indent int) {
 	pad := strings.Repeat(" ", indent)
@@ -25,7 +25,13 @@ func writeYAML(b *strings.Builder, v any, indent int) {
 			return
 		}
 		for _, k := range yamlKeys(x) {
-			b.WriteString(pad + yamlString(k) + ":")
+			key := yamlString(k)
+			if len(key) > maxImplicitKey {
+				// YAML caps implicit keys at 1024 characters: make it explicit.
+				b.WriteString(pad + "? " + key + "\n")
+				key = ""
+			}
+			b.WriteString(pad + key + ":")
 			writeYAMLValue(b, x[k], indent+2)
 		}
 	case []any:
@@ -41,6 +47,10 @@ func writeYAML(b *strings.Builder, v any, indent int) {
 		b.WriteString(pad + yamlScalar(v) + "\n")
 	}
 }
+
+// maxImplicitKey is the longest key written as "key: value"; YAML allows
+// implicit keys of up to 1024 characters.
+const maxImplicitKey = 1000
 
 // writeYAMLValue writes a mapping value after "key:".
 func writeYAMLValue(b *strings.Builder, v any, indent int) {
@@ -138,11 +148,43 @@ func yamlString(s string) string {
 	if plainSafe(s) {
 		return s
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case yamlPrintable(r):
+			b.WriteRune(r)
+		case r <= 0xFFFF:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08X`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// yamlPrintable reports whether r may appear as itself in a YAML
+// double-quoted scalar: YAML's printable set, less the characters YAML 1.1
+// reads as line breaks (NEL, LS, PS) and the byte order mark.
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == 0x85, r == 0x2028, r == 0x2029, r == 0xFEFF, r == utf8.RuneError:
+		return false
+	case r >= 0x20 && r <= 0x7E, r >= 0xA0 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+		return true
+	}
+	return false
 }
 
 // plainSafe reports whether s reads back as the same string when written

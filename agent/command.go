@@ -143,8 +143,13 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Duration = time.Since(start)
-		if ctx.Err() != nil {
-			return fail(ExitInterrupted, "interrupted", context.Cause(ctx))
+		switch {
+		case errors.Is(context.Cause(runCtx), errTimeout):
+			return fail(ExitTimeout, "timed out after "+formatDuration(c.spec.Timeout), context.DeadlineExceeded)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return fail(ExitTimeout, "timed out: the caller's deadline passed", context.DeadlineExceeded)
+		case ctx.Err() != nil:
+			return fail(ExitInterrupted, "interrupted", context.Canceled)
 		}
 		return fail(ExitCannotRun, "cannot run "+c.spec.Command+": "+err.Error(), err)
 	}

@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Defaults of a [CommandSpec].
+const (
+	// DefaultTimeout bounds one run of a command when its spec sets none.
+	DefaultTimeout = 30 * time.Minute
+	// DefaultMaxOutput bounds a command's stdout when its spec sets none:
+	// 16 MiB, the default size limit of one node. More is a failure.
+	DefaultMaxOutput = 16 << 20
+	// DefaultKillGrace is how long a command's process group has between
+	// SIGTERM and SIGKILL, when its spec sets none.
+	DefaultKillGrace = 2 * time.Second
+	// MaxStderr is how much of a command's stderr is kept: its last 1 MiB.
+	MaxStderr = 1 << 20
+)
+
+// CommandSpec configures a [Command]: the agents of config.yaml.
+type CommandSpec struct {
+	// Command is the program: a name looked up in PATH, or a path (a
+	// relative path with a slash is taken from the run's working
+	// directory). It is never given to a shell.
+	Command string
+	// Args are its arguments, passed verbatim.
+	Args []string
+	// Env holds variables added to the parent's environment (the UWF_
+	// variables of the request override them).
+	Env map[string]string
+	// Timeout bounds one run; 0 means [DefaultTimeout].
+	Timeout time.Duration
+	// MaxOutput bounds stdout in bytes; 0 means [DefaultMaxOutput].
+	MaxOutput int
+	// KillGrace is the time between SIGTERM and SIGKILL when the run is
+	// stopped; 0 means [DefaultKillGrace].
+	KillGrace time.Duration
+}
+
+// Command is an agent that runs a program: the assembled prompt on its
+// stdin, its stdout the raw output. The program runs without a shell, in
+// the request's working directory, with the parent's environment plus the
+// spec's Env plus UWF_THREAD, UWF_ROLE, UWF_HOME, UWF_STORE, UWF_WORKFLOW
+// and UWF_ATTEMPT, in a process group of its own.
+//
+// When the run times out or its context is cancelled, the whole group gets
+// SIGTERM, then SIGKILL after the grace period. When the command exits,
+// whatever it left running in its group is killed too: a run owns its
+// process group. A Command is safe for concurrent use.
+type Command struct {
+	name string
+	spec CommandSpec
+}
+
+var _ Agent = (*Command)(nil)
+
+// NewCommand returns an agent named name that runs spec. The spec's maps
+// and slices are copied.
+func NewCommand(name string, spec CommandSpec) *Command {
+	spec.Args = slices.Clone(spec.Args)
+	spec.Env = maps.Clone(spec.Env)
+	if spec.Timeout <= 0 {
+		spec.Timeout = DefaultTimeout
+	}
+	if spec.MaxOutput <= 0 {
+		spec.MaxOutput = DefaultMaxOutput
+	}
+	if spec.KillGrace <= 0 {
+		spec.KillGrace = DefaultKillGrace
+	}
+	return &Command{name: name, spec: spec}
+}
+
+// Name returns the name given to [NewCommand].
+func (c *Command) Name() string { return c.name }
+
+// Sentinel causes that end a run early, read back with context.Cause.
+var (
+	errTimeout  = errors.New("timeout")
+	errOverflow = errors.New("output too large")
+)
+
+// Run runs the command once for req. A non-zero exit, a timeout, a missing
+// command, a signal, too much output or an interruption is a *[RunError]
+// with the exit code a shell would report ([ExitTimeout], [ExitNotFound],
+// [ExitCannotRun], [ExitSignal]+N, [ExitInterrupted]) and what was
+// captured. An interrupted run's error wraps [context.Canceled]; a timed out
+// one's wraps [context.DeadlineExceeded].
+func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
+	res := &Result{}
+	fail := func(code int, reason string, err error) (*Result, error) {
+		res.ExitCode = code
+		return nil, &RunError{Agent: c.name, Reason: reason, Result: res, Err: err}
+	}
+
+	path, err := c.lookPath(req.Cwd)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return fail(ExitNotFound, "command not found: "+c.spec.Command, err)
+		}
+		return fail(ExitCannotRun, "cannot run "+c.spec.Command+": "+err.Error(), err)
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, c.spec.Timeout, errTimeout)
+	defer cancelTimeout()
+
+	cmd := exec.CommandContext(runCtx, path, c.spec.Args...)
+	cmd.Args[0] = c.spec.Command
+	cmd.Dir = req.Cwd
+	cmd.Env = c.environ(req)
+	cmd.Stdin = strings.NewReader(req.Prompt)
+	stdout := &limitedBuffer{max: c.spec.MaxOutput, full: func() { cancel(errOverflow) }}
+	stderr := &tailBuffer{max: MaxStderr}
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stopped atomic.Bool
+	cmd.Cancel = func() error {
+		stopped.Store(true)
+		// The group's id is the leader's pid (Setpgid with Pgid 0).
+		return killGroup(cmd.Process.Pid, syscall.SIGTERM)
+	}
+	// After a cancel (or the leader's exit), wait this long for the group
+	// to go and for the pipes to close, then kill the leader and close them.
+	cmd.WaitDelay = c.spec.KillGrace
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Duration = time.Since(start)
+		switch {
+		case errors.Is(context.Cause(runCtx), errTimeout):
+			return fail(ExitTimeout, "timed out after "+formatDuration(c.spec.Timeout), context.DeadlineExceeded)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return fail(ExitTimeout, "timed out: the caller's deadline passed", context.DeadlineExceeded)
+		case ctx.Err() != nil:
+			return fail(ExitInterrupted, "interrupted", context.Canceled)
+		}
+		return fail(ExitCannotRun, "cannot run "+c.spec.Command+": "+err.Error(), err)
+	}
+	waitErr := cmd.Wait()
+	// The run owns its process group: nothing in it outlives the run.
+	_ = killGroup(cmd.Process.Pid, syscall.SIGKILL)
+	res.Duration = time.Since(start)
+	res.Raw = stdout.String()
+	res.Stderr = stderr.String()
+
+	if stdout.overflowed() {
+		return fail(ExitFailure, "output exceeds "+formatSize(c.spec.MaxOutput), nil)
+	}
+	if stopped.Load() {
+		switch {
+		case errors.Is(context.Cause(runCtx), errTimeout):
+			return fail(ExitTimeout, "timed out after "+formatDuration(c.spec.Timeout), context.DeadlineExceeded)
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return fail(ExitTimeout, "timed out: the caller's deadline passed", context.DeadlineExceeded)
+		default:
+			return fail(ExitInterrupted, "interrupted", context.Canceled)
+		}
+	}
+
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil, errors.Is(waitErr, exec.ErrWaitDelay):
+		// ErrWaitDelay: the command exited 0 but something it left behind
+		// held its output open; that something is now killed.
+		res.ExitCode = ExitOK
+		return res, nil
+	case errors.As(waitErr, &exitErr):
+		ws, _ := exitErr.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			code := SignalExitCode(ws.Signal())
+			return fail(code, DescribeExit(code), waitErr)
+		}
+		code := exitErr.ExitCode()
+		return fail(code, "exit status "+strconv.Itoa(code), waitErr)
+	}
+	return fail(ExitFailure, "run "+c.spec.Command+": "+waitErr.Error(), waitErr)
+}
+
+// lookPath finds the program as a shell would from cwd: a name without a
+// slash in PATH, a relative path with one from cwd.
+func (c *Command) lookPath(cwd string) (string, error) {
+	name := c.spec.Command
+	if name == "" {
+		return "", exec.ErrNotFound
+	}
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) && cwd != "" {
+		name = filepath.Join(cwd, name)
+	}
+	return exec.LookPath(name)
+}
+
+// environ returns the parent's environment plus the spec's Env plus the
+// request's UWF_ variables; later entries win.
+func (c *Command) environ(req *Request) []string {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(c.spec.Env)) {
+		env = append(env, k+"="+c.spec.Env[k])
+	}
+	return append(env,
+		"UWF_THREAD="+req.Thread,
+		"UWF_ROLE="+req.Role,
+		"UWF_HOME="+req.Home,
+		"UWF_STORE="+req.Store,
+		"UWF_WORKFLOW="+req.Workflow,
+		"UWF_ATTEMPT="+strconv.Itoa(req.Attempt),
+	)
+}
+
+// killGroup sends sig to the process group pgid; a group already gone is
+// not an error.
+func killGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 0 {
+		return nil
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// limitedBuffer keeps up to max bytes and calls full once when more come.
+// Writes past the limit are accepted and dropped, so the command is stopped
+// by the kill, not by a broken pipe.
+type limitedBuffer struct {
+	mu   sync.Mutex
+	b    []byte
+	max  int
+	over bool
+	full func()
+}
+
+func (w *limitedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.over {
+		return len(p), nil
+	}
+	if len(w.b)+len(p) > w.max {
+		w.over = true
+		w.b = append(w.b, p[:w.max-len(w.b)]...)
+		w.full()
+		return len(p), nil
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *limitedBuffer) overflowed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.over
+}
+
+func (w *limitedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	if len(p) >= w.max {
+		w.b = append(w.b[:0], p[len(p)-w.max:]...)
+		return n, nil
+	}
+	if over := len(w.b) + len(p) - w.max; over > 0 {
+		w.b = append(w.b[:0], w.b[over:]...)
+	}
+	w.b = append(w.b, p...)
+	return n, nil
+}
+
+func (w *tailBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}
+
+// formatSize prints a byte count for people: 16 MiB, 1 KiB, 100 bytes.
+func formatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}

@@ -1,0 +1,45 @@
+// Package agent runs one role of a workflow: it is given a [Request] (the
+// assembled prompt, the thread, the role, its output schema) and returns a
+// [Result] whose Raw is the agent's raw output, which package extract then
+// turns into structured output (SPEC §6). The step loop in package thread
+// calls it; agents never read the store themselves.
+//
+// # Agents
+//
+// Every agent implements [Agent]:
+//
+//   - [Command] runs a program (the agents of config.yaml) without a shell:
+//     the prompt on its stdin, its stdout the raw output, UWF_THREAD,
+//     UWF_ROLE, UWF_HOME, UWF_STORE, UWF_WORKFLOW and UWF_ATTEMPT in its
+//     environment, in the start node's cwd, in a process group of its own
+//     that is killed on timeout, on interruption and when the run ends;
+//   - [LLM] asks an OpenAI-compatible chat completions endpoint, and with
+//     [LLM.ExtractJSON] serves extract's LLM fallback;
+//   - [Replay] returns a source thread's recorded raw outputs, retries
+//     included, to re-run a thread deterministically;
+//   - [Synth] makes up schema-valid outputs deterministically, to try a
+//     workflow offline;
+//   - [Human] asks a person on a terminal, or reads an answer file.
+//
+// # Prompts
+//
+// [Assemble] lays out a step's prompt from [PromptParts]: goal, procedure,
+// output text, the [FormatInstruction] derived from the role's schema
+// (every field, its type, whether required, one block per status variant,
+// an example, the $SUSPEND shape), the task (the edge prompt), a human's
+// resume note, the thread so far and, on a retry, the correction.
+//
+// # Errors and exit codes
+//
+// A failed run is a *[RunError] wrapping [ErrFailed], holding what was
+// captured and an exit code as a shell reports it: the command's own exit
+// status, [ExitTimeout] (124), [ExitCannotRun] (126), [ExitNotFound] (127),
+// [ExitSignal]+N when killed by signal N, [ExitInterrupted] (130, and the
+// error wraps [context.Canceled]). [ExitCode] and [DescribeExit] read them
+// back. The detail node of a step records the exit code.
+//
+// # Concurrency
+//
+// Every agent is safe for concurrent use. A [Human] serves one run at a
+// time; the others wait their turn.
+package agent

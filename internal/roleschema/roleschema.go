@@ -1,0 +1,408 @@
+package roleschema
+
+import (
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxHops bounds how many "$ref"s Resolve follows, and how deep Merge
+// recurses, so a cyclic schema cannot loop.
+const maxHops = 32
+
+// Lookup returns the value at a JSON pointer ("" or "#" for the root, "/a/0",
+// "#/$defs/x") inside root, and whether it exists.
+func Lookup(root any, ptr string) (any, bool) {
+	ptr = strings.TrimPrefix(ptr, "#")
+	if ptr == "" {
+		return root, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
+	}
+	v := root
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[seg]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// Resolve follows node's local "$ref" (a JSON pointer into root, such as
+// "#/$defs/x") until it reaches a schema without one, and returns that
+// schema. Keywords beside a "$ref" are dropped: use [Merge] to keep them. A
+// reference it cannot follow (remote, anchors, a cycle) returns the last
+// schema reached.
+func Resolve(root, node any) any {
+	for range maxHops {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return node
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok || !strings.HasPrefix(ref, "#") {
+			return node
+		}
+		target, ok := Lookup(root, ref)
+		if !ok {
+			return node
+		}
+		node = target
+	}
+	return node
+}
+
+// Merge returns one schema object equivalent, as far as it can tell, to
+// node with its "$ref" and "allOf" folded in: properties are merged (a
+// property named by several members becomes an "allOf" of their schemas),
+// "required" lists are joined, numeric and length bounds keep the tightest,
+// "type"s and "enum"s intersect, a false "additionalProperties" wins, and
+// for other keywords the first member that has one wins. A second
+// "oneOf"/"anyOf" that cannot be folded is kept under "allOf". true, nil
+// and {} give an empty map; false gives {"not": {}}. The result is new;
+// nested schemas are shared with node, not copied.
+func Merge(root, node any) map[string]any {
+	return merge(root, node, 0)
+}
+
+func merge(root, node any, depth int) map[string]any {
+	switch n := node.(type) {
+	case bool:
+		if !n {
+			return map[string]any{"not": map[string]any{}}
+		}
+		return map[string]any{}
+	case map[string]any:
+		if depth > maxHops {
+			return n
+		}
+		out := map[string]any{}
+		var rest []any
+		for _, k := range sortedKeys(n) {
+			switch k {
+			case "$ref", "allOf":
+				continue
+			}
+			out[k] = n[k]
+		}
+		if ref, ok := n["$ref"].(string); ok {
+			if target, ok := Lookup(root, ref); ok && strings.HasPrefix(ref, "#") {
+				mergeInto(root, out, merge(root, target, depth+1), &rest)
+			} else {
+				out["$ref"] = ref
+			}
+		}
+		if all, ok := n["allOf"].([]any); ok {
+			for _, member := range all {
+				mergeInto(root, out, merge(root, member, depth+1), &rest)
+			}
+		}
+		if len(rest) > 0 {
+			out["allOf"] = rest
+		}
+		return out
+	}
+	return map[string]any{}
+}
+
+// mergeInto folds src into dst (both already merged), appending to rest
+// what it cannot fold.
+func mergeInto(root any, dst, src map[string]any, rest *[]any) {
+	for _, k := range sortedKeys(src) {
+		sv := src[k]
+		dv, has := dst[k]
+		if !has {
+			dst[k] = sv
+			continue
+		}
+		switch k {
+		case "properties":
+			dp, _ := dv.(map[string]any)
+			sp, _ := sv.(map[string]any)
+			props := make(map[string]any, len(dp)+len(sp))
+			for name, s := range dp {
+				props[name] = s
+			}
+			for name, s := range sp {
+				if d, ok := props[name]; ok {
+					props[name] = map[string]any{"allOf": []any{d, s}}
+				} else {
+					props[name] = s
+				}
+			}
+			dst[k] = props
+		case "required":
+			req, _ := dv.([]any)
+			req = slices.Clone(req)
+			for _, r := range asSlice(sv) {
+				if !slices.Contains(req, r) {
+					req = append(req, r)
+				}
+			}
+			dst[k] = req
+		case "additionalProperties", "items":
+			if b, ok := sv.(bool); ok && !b {
+				dst[k] = false
+			} else if b, ok := dv.(bool); ok && !b {
+				// false already wins
+			} else if !reflect.DeepEqual(dv, sv) {
+				dst[k] = map[string]any{"allOf": []any{dv, sv}}
+			}
+		case "minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties":
+			if a, b, ok := numbers(dv, sv); ok && b > a {
+				dst[k] = sv
+			}
+		case "maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties":
+			if a, b, ok := numbers(dv, sv); ok && b < a {
+				dst[k] = sv
+			}
+		case "type":
+			dst[k] = intersectTypes(dv, sv)
+		case "enum":
+			var both []any
+			for _, e := range asSlice(dv) {
+				if slices.ContainsFunc(asSlice(sv), func(o any) bool { return reflect.DeepEqual(e, o) }) {
+					both = append(both, e)
+				}
+			}
+			if both == nil {
+				both = []any{}
+			}
+			dst[k] = both
+		case "const":
+			if !reflect.DeepEqual(dv, sv) {
+				dst["enum"] = []any{} // nothing is equal to two different constants
+			}
+		case "oneOf", "anyOf":
+			if !reflect.DeepEqual(dv, sv) {
+				*rest = append(*rest, map[string]any{k: sv})
+			}
+		case "uniqueItems":
+			if b, _ := sv.(bool); b {
+				dst[k] = true
+			}
+		}
+	}
+}
+
+func numbers(a, b any) (float64, float64, bool) {
+	x, ok1 := a.(float64)
+	y, ok2 := b.(float64)
+	return x, y, ok1 && ok2
+}
+
+// intersectTypes intersects two "type" values (a string or a list);
+// "integer" is within "number".
+func intersectTypes(a, b any) any {
+	as, bs := typeList(a), typeList(b)
+	var out []any
+	for _, x := range as {
+		for _, y := range bs {
+			switch {
+			case x == y:
+				out = append(out, x)
+			case x == "integer" && y == "number", x == "number" && y == "integer":
+				out = append(out, "integer")
+			}
+		}
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	if out == nil {
+		return []any{}
+	}
+	return out
+}
+
+// Types returns a schema's "type" keyword as a list of type names, nil when
+// absent.
+func Types(m map[string]any) []string {
+	if _, ok := m["type"]; !ok {
+		return nil
+	}
+	var out []string
+	for _, t := range typeList(m["type"]) {
+		if s, ok := t.(string); ok {
+			out = append(out, s)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func typeList(v any) []any {
+	switch t := v.(type) {
+	case string:
+		return []any{t}
+	case []any:
+		return t
+	}
+	return nil
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
+
+// Variant is one branch of a schema's top-level "oneOf" or "anyOf".
+type Variant struct {
+	Index    int            // its index in the union, as in the schema path "/oneOf/<Index>"
+	Schema   map[string]any // the branch merged with the keywords beside the union
+	Statuses []string       // the statuses the branch pins (see [StatusesOf]); nil if none
+}
+
+// Variants returns the keyword ("oneOf" or "anyOf") and the branches of the
+// union at the top of root (after [Merge]), each merged with the keywords
+// beside the union. It returns "", nil when root has no such union.
+func Variants(root any) (string, []Variant) {
+	m := Merge(root, root)
+	for _, kw := range []string{"oneOf", "anyOf"} {
+		branches, ok := m[kw].([]any)
+		if !ok {
+			continue
+		}
+		parent := make(map[string]any, len(m))
+		for k, v := range m {
+			if k != kw {
+				parent[k] = v
+			}
+		}
+		out := make([]Variant, len(branches))
+		for i, b := range branches {
+			vm := Merge(root, map[string]any{"allOf": []any{parent, b}})
+			out[i] = Variant{Index: i, Schema: vm, Statuses: StatusesOf(root, vm)}
+		}
+		return kw, out
+	}
+	return "", nil
+}
+
+// Statuses returns the string values root allows for the "status" field of
+// its output, in schema order without repeats: its const, its enum, or
+// those of the variants of a top-level oneOf/anyOf. It returns nil when
+// root does not pin status to strings.
+func Statuses(root any) []string {
+	if _, variants := Variants(root); variants != nil {
+		var out []string
+		for _, v := range variants {
+			for _, s := range v.Statuses {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	return StatusesOf(root, Merge(root, root))
+}
+
+// StatusesOf returns the string values an object schema m (already
+// merged) pins its "status" property to: a const, an enum (intersected
+// with a const if both), or a oneOf/anyOf of those. nil when unpinned.
+func StatusesOf(root any, m map[string]any) []string {
+	props, _ := m["properties"].(map[string]any)
+	p, ok := props["status"]
+	if !ok {
+		return nil
+	}
+	return pinned(root, Merge(root, p), 0)
+}
+
+func pinned(root any, p map[string]any, depth int) []string {
+	if depth > maxHops {
+		return nil
+	}
+	enum, hasEnum := p["enum"].([]any)
+	if c, ok := p["const"]; ok {
+		s, isStr := c.(string)
+		if !isStr || (hasEnum && !slices.Contains(enum, c)) {
+			return []string{}
+		}
+		return []string{s}
+	}
+	if hasEnum {
+		out := []string{}
+		for _, e := range enum {
+			if s, ok := e.(string); ok && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	for _, kw := range []string{"oneOf", "anyOf"} {
+		branches, ok := p[kw].([]any)
+		if !ok {
+			continue
+		}
+		var out []string
+		for _, b := range branches {
+			got := pinned(root, Merge(root, b), depth+1)
+			if got == nil {
+				return nil
+			}
+			for _, s := range got {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// OrderedKeys returns the property names of an object schema in the order
+// people read them: "status" first, then the "required" ones in their
+// order, then the others sorted.
+func OrderedKeys(m map[string]any) []string {
+	props, _ := m["properties"].(map[string]any)
+	var out []string
+	add := func(k string) {
+		if _, ok := props[k]; ok && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	add("status")
+	for _, r := range asSlice(m["required"]) {
+		if s, ok := r.(string); ok {
+			add(s)
+		}
+	}
+	for _, k := range sortedKeys(props) {
+		add(k)
+	}
+	return out
+}
+
+// Required reports whether an object schema m lists name in "required".
+func Required(m map[string]any, name string) bool {
+	return slices.Contains(asSlice(m["required"]), any(name))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

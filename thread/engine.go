@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/registry"
 )
 
 // Ref-name prefixes of threads and of their failure records.
@@ -68,6 +69,7 @@ type Options struct {
 type Engine struct {
 	repo  *cas.Repo
 	refs  cas.Refs
+	reg   *registry.Registry
 	now   func() time.Time
 	newID func() ulid.ULID
 	log   *slog.Logger
@@ -79,7 +81,7 @@ type Engine struct {
 
 // New returns an engine over repo.
 func New(repo *cas.Repo, opts *Options) *Engine {
-	e := &Engine{repo: repo, refs: repo.Refs(), now: time.Now, newID: ulid.Make,
+	e := &Engine{repo: repo, refs: repo.Refs(), reg: registry.New(repo), now: time.Now, newID: ulid.Make,
 		cacheSize: 4096, cache: map[cas.Hash]*Node{}}
 	if opts != nil {
 		if opts.Now != nil {
@@ -103,6 +105,9 @@ func New(repo *cas.Repo, opts *Options) *Engine {
 
 // Repo returns the store the engine works on.
 func (e *Engine) Repo() *cas.Repo { return e.repo }
+
+// Registry returns the workflow registry of the engine's store.
+func (e *Engine) Registry() *registry.Registry { return e.reg }
 
 // Node reads and decodes a start, step or mark node, through the cache.
 func (e *Engine) Node(ctx context.Context, h cas.Hash) (*Node, error) { return e.node(ctx, h, true) }

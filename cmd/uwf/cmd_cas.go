@@ -71,32 +71,6 @@ func schemaNames(ctx context.Context, repo *cas.Repo) (map[cas.Hash]string, erro
 	return names, nil
 }
 
-// nodeEdges returns a node's edges with where each stands: "type" for its
-// type, "payload/..." (a JSON pointer below "payload") for each cas_ref in
-// its payload. The hashes are exactly those of [cas.Repo.Edges], in its order.
-//
-// TODO(cas): this belongs in the library, as a Repo.Edges that returns
-// []cas.Edge with paths.
-func nodeEdges(ctx context.Context, repo *cas.Repo, n cas.Node) ([]cas.Edge, error) {
-	if n.Type.IsZero() {
-		return nil, nil
-	}
-	out := []cas.Edge{{Hash: n.Type, Path: "type"}}
-	if n.Type == cas.MetaSchema {
-		return out, nil
-	}
-	s, err := repo.Schema(ctx, n.Type)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range s.Edges(n.Payload) {
-		if e.Hash != n.Type {
-			out = append(out, cas.Edge{Hash: e.Hash, Path: "payload" + e.Path})
-		}
-	}
-	return out, nil
-}
-
 // writeJSON writes v as one line of compact JSON.
 func writeJSON(w io.Writer, v any) error {
 	b, err := marshalJSON(v)

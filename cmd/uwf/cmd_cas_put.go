@@ -180,10 +180,10 @@ var (
 )
 
 // runPutBatch stores the files named on r, one per line, as nodes of type
-// typeArg, in chunks with one flush point each. Each file is read, decoded
-// and checked (schema, size, edges present) first, so a bad file fails only
-// its own line; the good ones of a chunk are stored together. Lines are
-// printed in input order once their chunk is durable.
+// typeArg, in chunks with one flush point each ([cas.Repo.PutEach]): a bad
+// file fails only its own line, and a file may refer to a node of an
+// earlier line. Lines are printed in input order once their chunk is
+// durable.
 func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r io.Reader) error {
 	if err := checkTypeArg(s.cmd, typeArg); err != nil {
 		return err
@@ -197,63 +197,38 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 	if err != nil {
 		return err
 	}
-	check, err := payloadChecker(ctx, repo, typ)
-	if err != nil {
-		return err
-	}
 	limit := repo.MaxNodeSize()
-
 	type item struct {
 		path string
-		node cas.Node
-		hash cas.Hash
-		err  error
+		err  error // reading or decoding the file
+		node int   // index in nodes, if err is nil
 	}
 	var (
-		chunk        []item
-		chunkBytes   int
-		inChunk      = map[cas.Hash]bool{}
+		items        []item
+		nodes        []cas.Node
+		chunkBytes   int64
 		total, fails int
 		out          = bufio.NewWriterSize(w, 64<<10)
 	)
 	flush := func() error {
-		var nodes []cas.Node
-		var idx []int
-		for i, it := range chunk {
-			if it.err == nil {
-				nodes = append(nodes, it.node)
-				idx = append(idx, i)
-			}
+		hs, errs := repo.PutEach(ctx, nodes)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if len(nodes) > 0 {
-			hs, err := repo.PutNodes(ctx, nodes)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				// Something the checks could not foresee (an edge
-				// deleted meanwhile, a full disk): store one by one so
-				// each error lands on its own line.
-				for _, i := range idx {
-					chunk[i].hash, chunk[i].err = repo.Put(ctx, chunk[i].node.Type, chunk[i].node.Payload)
-				}
-			} else {
-				for k, i := range idx {
-					chunk[i].hash = hs[k]
-				}
-			}
-		}
-		for _, it := range chunk {
+		for _, it := range items {
 			total++
-			if it.err != nil {
+			err := it.err
+			if err == nil {
+				err = errs[it.node]
+			}
+			if err != nil {
 				fails++
-				fmt.Fprintf(out, "error: %s: %s\n", it.path, oneLine(it.err.Error()))
+				fmt.Fprintf(out, "error: %s: %s\n", it.path, oneLine(err.Error()))
 			} else {
-				fmt.Fprintln(out, it.hash)
+				fmt.Fprintln(out, hs[it.node])
 			}
 		}
-		chunk, chunkBytes = chunk[:0], 0
-		clear(inChunk)
+		items, nodes, chunkBytes = items[:0], nodes[:0], 0
 		return out.Flush()
 	}
 	in := bufio.NewReaderSize(r, 64<<10)
@@ -269,14 +244,23 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 			break
 		}
 		it := item{path: strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")}
-		var size int
-		it.node, it.hash, size, it.err = prepareFile(ctx, repo, check, typ, it.path, limit, inChunk)
-		chunk = append(chunk, it)
-		if it.err == nil {
-			inChunk[it.hash] = true
-			chunkBytes += size
+		switch it.path {
+		case "":
+			it.err = errors.New("empty path")
+		case "-":
+			it.err = errors.New(`"-" (stdin) cannot be a batch entry`)
+		default:
+			var payload any
+			if payload, it.err = readPayload(nil, it.path, limit); it.err == nil {
+				it.node = len(nodes)
+				nodes = append(nodes, cas.Node{Type: typ, Payload: payload})
+				if fi, err := os.Stat(it.path); err == nil {
+					chunkBytes += fi.Size()
+				}
+			}
 		}
-		if len(chunk) >= batchChunkNodes || chunkBytes >= batchChunkBytes {
+		items = append(items, it)
+		if len(items) >= batchChunkNodes || chunkBytes >= int64(batchChunkBytes) {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -292,73 +276,6 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 		return fmt.Errorf("put --batch: %d of %d files failed", fails, total)
 	}
 	return nil
-}
-
-// prepareFile reads and checks one put --batch file without storing it:
-// decoded, within the size limit, valid against the schema, every edge in
-// the store or earlier in the chunk. It returns the node, its hash and its
-// encoded size.
-//
-// TODO(cas): a Repo method that checks a node without storing it (the
-// typed layer's prepare) would replace payloadChecker and the edge test.
-func prepareFile(ctx context.Context, repo *cas.Repo, check func(any) ([]cas.Edge, error), typ cas.Hash,
-	path string, limit int64, inChunk map[cas.Hash]bool) (cas.Node, cas.Hash, int, error) {
-	if path == "" {
-		return cas.Node{}, 0, 0, errors.New("empty path")
-	}
-	if path == "-" {
-		return cas.Node{}, 0, 0, errors.New(`"-" (stdin) cannot be a batch entry`)
-	}
-	payload, err := readPayload(nil, path, limit)
-	if err != nil {
-		return cas.Node{}, 0, 0, err
-	}
-	n := cas.Node{Type: typ, Payload: payload}
-	data, err := n.Encode()
-	if err != nil {
-		return cas.Node{}, 0, 0, err
-	}
-	if int64(len(data)) > limit {
-		return cas.Node{}, 0, 0, fmt.Errorf("%w: node is %d bytes, the limit is %d", cas.ErrTooLarge, len(data), limit)
-	}
-	edges, err := check(payload)
-	if err != nil {
-		return cas.Node{}, 0, 0, err
-	}
-	for _, e := range edges {
-		if inChunk[e.Hash] {
-			continue
-		}
-		ok, err := repo.Store().Has(ctx, e.Hash)
-		if err != nil {
-			return cas.Node{}, 0, 0, err
-		}
-		if !ok {
-			return cas.Node{}, 0, 0, &cas.EdgeError{Edge: e.Hash, Path: e.Path}
-		}
-	}
-	return n, cas.Sum(data), len(data), nil
-}
-
-// payloadChecker returns a function that validates a payload of type typ
-// and returns its edges.
-func payloadChecker(ctx context.Context, repo *cas.Repo, typ cas.Hash) (func(any) ([]cas.Edge, error), error) {
-	if typ == cas.MetaSchema {
-		return func(p any) ([]cas.Edge, error) {
-			_, err := cas.CompileSchema(p)
-			return nil, err
-		}, nil
-	}
-	sch, err := repo.Schema(ctx, typ)
-	if err != nil {
-		return nil, err
-	}
-	return func(p any) ([]cas.Edge, error) {
-		if err := sch.Validate(p); err != nil {
-			return nil, err
-		}
-		return sch.Edges(p), nil
-	}, nil
 }
 
 // oneLine keeps a batch result on its line.

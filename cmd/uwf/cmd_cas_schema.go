@@ -104,11 +104,9 @@ func runSchemaGet(ctx context.Context, w io.Writer, s *session, arg string) erro
 		return err
 	}
 	defer closeStore()
-	h, err := cas.ParseHash(arg)
-	if err != nil || h != cas.MetaSchema { // ResolveType refuses the meta-schema's hash
-		if h, err = repo.ResolveType(ctx, arg); err != nil {
-			return err
-		}
+	h, err := repo.ResolveType(ctx, arg)
+	if err != nil {
+		return err
 	}
 	n, err := repo.Get(ctx, h)
 	if err != nil {

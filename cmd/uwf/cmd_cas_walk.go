@@ -44,7 +44,7 @@ func runRefs(ctx context.Context, w io.Writer, s *session, arg string) error {
 	if err != nil {
 		return err
 	}
-	edges, err := nodeEdges(ctx, repo, n)
+	edges, err := repo.Edges(ctx, n)
 	if err != nil {
 		return fmt.Errorf("edges of %s: %w", h, err)
 	}
@@ -165,7 +165,7 @@ func walkTree(ctx context.Context, repo *cas.Repo, root cas.Hash, p *walkPrinter
 		if err := p.node(walkEntry{Hash: f.hash, Type: n.Type}, f.depth, f.path, false); err != nil {
 			return err
 		}
-		edges, err := nodeEdges(ctx, repo, n)
+		edges, err := repo.Edges(ctx, n)
 		if err != nil {
 			return fmt.Errorf("walk: edges of %s: %w", f.hash, err)
 		}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/thread"
 )
 
 // session is what a command takes from the global flags: where the store
@@ -214,4 +216,31 @@ func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err e
 		return nil, nil, fmt.Errorf("open store %s: %w", loc.dir, err)
 	}
 	return repo, func() { st.Close() }, nil
+}
+
+// config reads <home>/config.yaml (an absent file is an empty config).
+func (s *session) config() (*registry.Config, error) {
+	home, err := s.homeDir()
+	if err != nil {
+		return nil, err
+	}
+	return registry.LoadConfig(home)
+}
+
+// engine returns the thread engine over repo, with the session's clock.
+func (s *session) engine(repo *cas.Repo) *thread.Engine {
+	return thread.New(repo, &thread.Options{Now: s.now, Logger: s.log})
+}
+
+// storeURL is the store as agents are told it (UWF_STORE): the --store
+// URL, or the default disk store's path.
+func (s *session) storeURL() string {
+	if s.store != "" {
+		return s.store
+	}
+	home, err := s.homeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, "store")
 }

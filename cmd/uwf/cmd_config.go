@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/uncaged/uwf/moderator"
+	"github.com/uncaged/uwf/registry"
+)
+
+// configCommand is "uwf config": <home>/config.yaml.
+func configCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "config",
+		Usage: "read and change <home>/config.yaml (secrets masked)",
+		Description: `Dot paths name settings: agents.coder.command, defaultAgent,
+models.fast.provider. API keys are never stored in config.yaml: it names
+the variables (providers.<p>.apiKeyEnv) that hold them, read from the
+environment or <home>/.env. Values of keys ending in key, token, secret or
+password, and every agents.<a>.env value, are printed as ********.`,
+		Subcommands: []*cli.Command{
+			{
+				Name:        "list",
+				Usage:       "print every setting",
+				Description: `Prints "<path> = <value>" per setting, sorted; with --json, [{"path","value"}].`,
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 0, 0, ""); err != nil {
+						return err
+					}
+					return runConfigList(c.App.Writer, s)
+				}),
+			},
+			{
+				Name:        "get",
+				Usage:       "print one setting",
+				ArgsUsage:   "<path>",
+				Description: `Prints the value at <path> (a section as indented lines); exit 3 if unset. With --json, {"path","value"}.`,
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 1, 1, "<path>"); err != nil {
+						return err
+					}
+					return runConfigGet(c.App.Writer, s, c.Args().First())
+				}),
+			},
+			{
+				Name:      "set",
+				Usage:     "change one setting",
+				ArgsUsage: "<path> <value>",
+				Description: `Sets <path> to <value>, read as YAML ("10m", "[-p, --fast]",
+"{provider: openai, model: gpt-4o-mini}"), keeping the file's comments and
+order. The new configuration is checked first: a bad value changes nothing.`,
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 2, 2, "<path> <value>"); err != nil {
+						return err
+					}
+					home, err := s.homeDir()
+					if err != nil {
+						return err
+					}
+					return registry.SetConfigValue(home, c.Args().Get(0), c.Args().Get(1))
+				}),
+			},
+		},
+	}
+}
+
+func runConfigList(w io.Writer, s *session) error {
+	cfg, err := s.config()
+	if err != nil {
+		return err
+	}
+	kvs := cfg.List()
+	if s.json {
+		type kv struct {
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		}
+		out := []kv{}
+		for _, e := range kvs {
+			out = append(out, kv{e.Path, e.Value})
+		}
+		return writeJSON(w, out)
+	}
+	bw := bufio.NewWriter(w)
+	for _, e := range kvs {
+		fmt.Fprintf(bw, "%s = %s\n", e.Path, oneLine(moderator.Text(e.Value)))
+	}
+	return bw.Flush()
+}
+
+func runConfigGet(w io.Writer, s *session, path string) error {
+	cfg, err := s.config()
+	if err != nil {
+		return err
+	}
+	v, err := cfg.Get(path)
+	if err != nil {
+		return err
+	}
+	v = registry.Masked(path, v)
+	if s.json {
+		return writeJSON(w, struct {
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		}{path, v})
+	}
+	_, err = fmt.Fprintln(w, moderator.Text(v))
+	return err
+}

@@ -368,7 +368,10 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 			creation[l.Name] = i
 		}
 	}
-	old := func(l logLine) bool { return time.UnixMilli(l.Time).Before(before) }
+	// Times are whole milliseconds: compare at that precision, so an entry
+	// logged at the instant before names is not older than it.
+	cutoff := before.UnixMilli()
+	old := func(l logLine) bool { return l.Time < cutoff }
 	kept := lines[:0:0]
 	for i, l := range lines {
 		n := l.Name

@@ -125,15 +125,12 @@ func PublishTemp(fsys FS, tmp, path string, sync bool) error {
 }
 
 // Publish writes data at path without ever overwriting: a temporary file in
-// tmpDir (path's folder if tmpDir is ""), with modification time mtime
-// unless it is zero, synced if sync, published with [PublishTemp], then
-// path's folder synced if sync. If path exists the temporary file is removed
-// and the error wraps [fs.ErrExist].
+// tmpDir (path's folder, created if missing, if tmpDir is ""), with
+// modification time mtime unless it is zero, synced if sync, published with
+// [PublishTemp], then path's folder synced if sync. If path exists the
+// temporary file is removed and the error wraps [fs.ErrExist].
 func Publish(fsys FS, tmpDir, path string, data []byte, mtime time.Time, sync bool) error {
-	if tmpDir == "" {
-		tmpDir = filepath.Dir(path)
-	}
-	tmp, err := WriteTemp(fsys, tmpDir, data, mtime, sync)
+	tmp, err := writeTempFor(fsys, tmpDir, path, data, mtime, sync)
 	if err != nil {
 		return err
 	}
@@ -168,18 +165,32 @@ func ReplaceTemp(fsys FS, tmp, path string, sync bool) error {
 }
 
 // Replace writes data at path atomically, replacing any file there: a
-// temporary file in tmpDir (path's folder if tmpDir is ""; it must be on the
-// same filesystem), synced if sync, renamed over path, then path's folder
+// temporary file in tmpDir (path's folder, created if missing, if tmpDir is
+// ""; it must be on the same filesystem), synced if sync, renamed over path, then path's folder
 // synced if sync. A crash leaves the old file or the new one.
 func Replace(fsys FS, tmpDir, path string, data []byte, sync bool) error {
-	if tmpDir == "" {
-		tmpDir = filepath.Dir(path)
-	}
-	tmp, err := WriteTemp(fsys, tmpDir, data, time.Time{}, sync)
+	tmp, err := writeTempFor(fsys, tmpDir, path, data, time.Time{}, sync)
 	if err != nil {
 		return err
 	}
 	return ReplaceTemp(fsys, tmp, path, sync)
+}
+
+// writeTempFor writes the temporary file that will become path: in tmpDir,
+// or, if tmpDir is "", in path's folder, which is created if it is missing.
+func writeTempFor(fsys FS, tmpDir, path string, data []byte, mtime time.Time, sync bool) (string, error) {
+	if tmpDir != "" {
+		return WriteTemp(fsys, tmpDir, data, mtime, sync)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := WriteTemp(fsys, dir, data, mtime, sync)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := MkdirAll(fsys, dir, sync); err != nil {
+			return "", err
+		}
+		tmp, err = WriteTemp(fsys, dir, data, mtime, sync)
+	}
+	return tmp, err
 }
 
 // MkdirAll creates the folder path and any missing parents (mode 0o755

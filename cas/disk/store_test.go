@@ -555,3 +555,20 @@ func TestStaleTemps(t *testing.T) {
 		t.Fatalf("stale temporary files left: %v", got)
 	}
 }
+
+func FuzzPutGet(f *testing.F) {
+	f.Add([]byte("hello"))
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, 5000))
+	s, err := disk.Create(filepath.Join(f.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := mustPut(t, s, data)
+		mustGet(t, s, h, data)
+		if h2, err := s.PutBatch(t.Context(), [][]byte{data, data}); err != nil || h2[0] != h || h2[1] != h {
+			t.Fatalf("PutBatch = %v, %v", h2, err)
+		}
+	})
+}

@@ -8,15 +8,16 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
-// syncWorkers bounds the goroutines that fsync a batch's files concurrently
-// (the pool used where syncfs(2) is not available).
-const syncWorkers = 32
+// poolSize bounds the goroutines that write a batch's files and sync its
+// folders concurrently.
+const poolSize = 16
 
 // PutBatch stores every element of data and returns their hashes in input
 // order, with one flush point for the whole batch: objects already stored
@@ -98,8 +99,9 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 		todo[k].tmp = tmps[k]
 	}
 
-	// Publish in input order, then sync each touched folder once.
-	var dirs []string
+	// Publish in input order, then sync each touched folder once; objects/
+	// too, in case shard folders were created in it.
+	dirs := []string{s.objDir}
 	seen := make(map[string]bool)
 	for k := range todo {
 		it := &todo[k]
@@ -118,10 +120,9 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 		}
 	}
 	if s.durable {
-		for _, d := range dirs {
-			if err := s.fs.SyncDir(d); err != nil {
-				return nil, fmt.Errorf("disk: put batch: %w", err)
-			}
+		err := forEach(len(dirs), func(k int) error { return s.fs.SyncDir(dirs[k]) })
+		if err != nil {
+			return nil, fmt.Errorf("disk: put batch: %w", err)
 		}
 	}
 	return hs, nil
@@ -140,7 +141,9 @@ func (s *Store) publishTemp(h cas.Hash, path string, data []byte, now time.Time,
 			s.log.Warn("healed a corrupt object", "hash", h.String())
 			return nil
 		}
-		err := atomicfile.PublishTemp(s.fs, tmp, path, s.durable)
+		// A shard folder created here is synced into objects/ with the
+		// batch's folders, not at once.
+		err := atomicfile.PublishTemp(s.fs, tmp, path, false)
 		if !errors.Is(err, fs.ErrExist) {
 			if err != nil {
 				s.fs.Remove(tmp)
@@ -159,102 +162,83 @@ func (s *Store) publishTemp(h cas.Hash, path string, data []byte, now time.Time,
 }
 
 // writeTemps writes n temporary files, the k-th holding data(k) with
-// modification time now, into tmps[k], and makes them durable together (if
-// the store is durable). On error the caller removes the files named in
-// tmps.
+// modification time now, into tmps[k], from a pool of goroutines (creating
+// files concurrently is much faster than one by one on disks with latency),
+// and makes them durable together if the store is durable: one syncfs(2)
+// once all are written, or, in pool mode or where syncfs is unavailable, an
+// fsync of each file by the goroutine that wrote it. On error the caller
+// removes the files named in tmps.
 func (s *Store) writeTemps(ctx context.Context, n int, data func(int) []byte, now time.Time, tmps []string) error {
-	if !s.durable {
-		for k := range n {
-			t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data(k), now, false)
-			if err != nil {
-				return fmt.Errorf("disk: put batch: %w", err)
-			}
-			tmps[k] = t
+	perFile := s.durable && s.opts.batchSync == batchSyncPool
+	write := func(k int, sync bool) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		return nil
-	}
-	if s.opts.batchSync == batchSyncFS {
-		for k := range n {
-			if k%64 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data(k), now, false)
-			if err != nil {
-				return fmt.Errorf("disk: put batch: %w", err)
-			}
-			tmps[k] = t
-		}
-		err := s.fs.SyncFS(s.tmpDir)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, errors.ErrUnsupported) {
+		t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data(k), now, sync)
+		if err != nil {
 			return fmt.Errorf("disk: put batch: %w", err)
 		}
-		// No syncfs here: fsync each file from the pool.
-		return s.syncPool(n, func(k int) (atomicfile.File, error) {
-			return s.fs.OpenFile(tmps[k], os.O_RDONLY, 0)
-		})
+		tmps[k] = t
+		return nil
 	}
-	return s.syncPool(n, func(k int) (atomicfile.File, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if err := forEach(n, func(k int) error { return write(k, perFile) }); err != nil {
+		return err
+	}
+	if !s.durable || perFile {
+		return nil
+	}
+	err := s.fs.SyncFS(s.tmpDir)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("disk: put batch: %w", err)
+	}
+	// No syncfs here: fsync each file.
+	return forEach(n, func(k int) error {
+		f, err := s.fs.OpenFile(tmps[k], os.O_RDONLY, 0)
+		if err != nil {
+			return fmt.Errorf("disk: put batch: %w", err)
 		}
-		f, err := atomicfile.WriteTempFile(s.fs, s.tmpDir, data(k), now)
-		if err == nil {
-			tmps[k] = f.Name()
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		return f, err
+		if err != nil {
+			return fmt.Errorf("disk: put batch: %w", err)
+		}
+		return nil
 	})
 }
 
-// syncPool opens (or writes) file k with open, in order, and syncs and closes
-// it from a pool of goroutines, so that writing and syncing overlap and the
-// kernel can commit many fsyncs together. It returns the first error.
-func (s *Store) syncPool(n int, open func(k int) (atomicfile.File, error)) error {
-	files := make(chan atomicfile.File, syncWorkers)
+// forEach calls fn(k) for every k in [0, n) from up to poolSize goroutines
+// and returns the first error; after an error no new call starts.
+func forEach(n int, fn func(k int) error) error {
 	var (
+		next     atomic.Int64
 		mu       sync.Mutex
 		firstErr error
+		failed   atomic.Bool
 		wg       sync.WaitGroup
 	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = fmt.Errorf("disk: put batch: %w", err)
-		}
-		mu.Unlock()
-	}
-	for range min(syncWorkers, n) {
+	for range min(poolSize, n) {
 		wg.Go(func() {
-			for f := range files {
-				err := f.Sync()
-				if cerr := f.Close(); err == nil {
-					err = cerr
+			for !failed.Load() {
+				k := int(next.Add(1) - 1)
+				if k >= n {
+					return
 				}
-				if err != nil {
-					fail(err)
+				if err := fn(k); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					failed.Store(true)
 				}
 			}
 		})
 	}
-	for k := range n {
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed {
-			break
-		}
-		f, err := open(k)
-		if err != nil {
-			fail(err)
-			break
-		}
-		files <- f
-	}
-	close(files)
 	wg.Wait()
 	return firstErr
 }

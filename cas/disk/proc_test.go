@@ -38,8 +38,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testExe = exe
 	os.Exit(m.Run())
 }
+
+// testExe is this test binary, which helper processes run.
+var testExe string
 
 func runHelper(mode, dir, arg string) error {
 	ctx := context.Background()
@@ -125,14 +134,10 @@ func waitFor(path string) {
 	}
 }
 
-// helper starts this test binary as helper mode.
+// helper returns a command that runs this test binary as helper mode, and
+// the buffer that collects its standard error.
 func helper(t *testing.T, mode, dir, arg string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
+	cmd := exec.Command(testExe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, dirEnv+"="+dir, argEnv+"="+arg)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -143,24 +148,34 @@ func helper(t *testing.T, mode, dir, arg string) (*exec.Cmd, *bytes.Buffer) {
 // output is returned by the function it returns, once cmd has exited.
 func startReady(t *testing.T, cmd *exec.Cmd) (wait func() (string, error)) {
 	t.Helper()
-	out, err := cmd.StdoutPipe()
+	wait, err := start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return wait
+}
+
+// start is startReady for any goroutine: it returns an error instead of
+// failing the test.
+func start(cmd *exec.Cmd) (wait func() (string, error), err error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	br := bufio.NewReader(out)
 	line, err := br.ReadString('\n')
 	if err != nil || line != "ready\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("helper did not get ready: %q, %v", line, err)
+		return nil, fmt.Errorf("helper did not get ready: %q, %v", line, err)
 	}
 	return func() (string, error) {
 		rest, _ := io.ReadAll(br)
 		return string(rest), cmd.Wait()
-	}
+	}, nil
 }
 
 func TestMultiProcessIncrements(t *testing.T) {
@@ -296,10 +311,8 @@ func crashLoop(ctx context.Context, dir string) error {
 		}
 		return b
 	}
-	for i := 0; ; i++ {
-		if i == 1 {
-			fmt.Println("ready")
-		}
+	fmt.Println("ready")
+	for {
 		unlock, err := s.Lock(ctx, false)
 		if err != nil {
 			return err
@@ -330,11 +343,14 @@ func crashLoop(ctx context.Context, dir string) error {
 			err = r.CompareAndSwap(ctx, name, cur, h, "move")
 		}
 		unlock()
-		if err != nil {
+		if err != nil && !errors.Is(err, cas.ErrConflict) { // other helpers move the refs too
 			return err
 		}
 		if rng.IntN(10) == 0 {
 			gc, err := s.LockGC(ctx)
+			if errors.Is(err, cas.ErrLocked) {
+				continue // another helper holds it
+			}
 			if err != nil {
 				return err
 			}
@@ -343,28 +359,49 @@ func crashLoop(ctx context.Context, dir string) error {
 	}
 }
 
+// TestCrashRecovery kills writers at random points (SIGKILL, 0-30 ms after
+// they start writing), three at a time on one store, and checks after each
+// round that the store recovered.
 func TestCrashRecovery(t *testing.T) {
-	kills := 50
+	kills, procs := 51, 3
 	if testing.Short() {
-		kills = 10
+		kills = 12
 	}
 	dir := filepath.Join(t.TempDir(), "store")
 	if _, err := disk.Create(dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	for i := range kills {
-		cmd, stderr := helper(t, "crash", dir, "")
-		wait := startReady(t, cmd)
-		time.Sleep(time.Duration(rand.IntN(31)) * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
+	for round := 0; round*procs < kills; round++ {
+		done := make(chan error, procs)
+		for range procs {
+			go func() {
+				cmd, stderr := helper(t, "crash", dir, "")
+				wait, err := start(cmd)
+				if err != nil {
+					done <- err
+					return
+				}
+				time.Sleep(time.Duration(rand.IntN(31)) * time.Millisecond)
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					done <- err
+					return
+				}
+				out, err := wait()
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					err = fmt.Errorf("the helper ended with %v before it was killed: %s%s", err, out, stderr)
+				} else {
+					err = nil
+				}
+				done <- err
+			}()
 		}
-		out, err := wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("kill %d: the helper ended with %v before it was killed: %s%s", i, err, out, stderr)
+		for range procs {
+			if err := <-done; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
 		}
-		checkRecovered(t, dir, i)
+		checkRecovered(t, dir, round)
 		if t.Failed() {
 			return
 		}
@@ -378,50 +415,50 @@ func checkRecovered(t *testing.T, dir string, i int) {
 	disk.SetStaleTempAge(opts, 0) // no writer is alive: every temp is stale
 	s, err := disk.Open(dir, opts)
 	if err != nil {
-		t.Fatalf("kill %d: reopen: %v", i, err)
+		t.Fatalf("round %d: reopen: %v", i, err)
 	}
 	ctx := t.Context()
 	if got := tempFiles(t, s); len(got) != 0 {
-		t.Errorf("kill %d: temporary files left after Open: %v", i, got)
+		t.Errorf("round %d: temporary files left after Open: %v", i, got)
 	}
 	verifyObjects(t, s)
 	r := s.Refs()
 	live := map[string]bool{}
 	for ref, err := range r.List(ctx, "") {
 		if err != nil {
-			t.Fatalf("kill %d: List: %v", i, err)
+			t.Fatalf("round %d: List: %v", i, err)
 		}
 		live[ref.Name] = true
 		if ok, err := s.Has(ctx, ref.Hash); !ok || err != nil {
-			t.Errorf("kill %d: ref %s points at a missing object %s", i, ref.Name, ref.Hash)
+			t.Errorf("round %d: ref %s points at a missing object %s", i, ref.Name, ref.Hash)
 		}
 		log, err := r.Log(ctx, ref.Name)
 		if err != nil || log[len(log)-1].New != ref.Hash {
-			t.Errorf("kill %d: ref %s = %s disagrees with its log %+v (%v)", i, ref.Name, ref.Hash, log, err)
+			t.Errorf("round %d: ref %s = %s disagrees with its log %+v (%v)", i, ref.Name, ref.Hash, log, err)
 		}
 	}
 	for name, err := range r.Logs(ctx) {
 		if err != nil {
-			t.Fatalf("kill %d: Logs: %v", i, err)
+			t.Fatalf("round %d: Logs: %v", i, err)
 		}
 		if live[name] {
 			continue
 		}
 		log, err := r.Log(ctx, name)
 		if err != nil || !log[len(log)-1].New.IsZero() {
-			t.Errorf("kill %d: deleted ref %s has a log ending %+v (%v)", i, name, log, err)
+			t.Errorf("round %d: deleted ref %s has a log ending %+v (%v)", i, name, log, err)
 		}
 	}
 	lockCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	unlock, err := s.Lock(lockCtx, true)
 	if err != nil {
-		t.Fatalf("kill %d: the store lock is left held: %v", i, err)
+		t.Fatalf("round %d: the store lock is left held: %v", i, err)
 	}
 	unlock()
 	gc, err := s.LockGC(ctx)
 	if err != nil {
-		t.Fatalf("kill %d: the GC lock is left held: %v", i, err)
+		t.Fatalf("round %d: the GC lock is left held: %v", i, err)
 	}
 	gc()
 }

@@ -51,8 +51,11 @@
 // fsync: a power loss may lose recent writes, but files are still published
 // whole.
 //
+// A Put that finds its bytes already stored does not sync them again: they
+// were made durable by the writer that stored them (unless that writer used
+// DurabilityNone, or is still between publishing and syncing them).
 // Refreshing an object's age (a re-put, [Store.Touch]) and deleting an
-// object ([Store.DeleteIfOlder]) are not synced: after a power loss an
+// object ([Store.DeleteIfOlder]) are not synced either: after a power loss an
 // object may look older than it is, or come back; neither matters once the
 // writers that relied on them are gone.
 //

@@ -315,7 +315,8 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	}
 }
 
-// PruneLog drops log entries older than before, except a live ref's newest
+// PruneLog drops log entries older than before (compared in whole
+// milliseconds, the precision of log times), except a live ref's newest
 // entry and its creation entry (the last entry with a zero Old: the one that
 // created the ref's current incarnation); a deleted ref's entries go
 // entirely once its newest entry is older than before. Each changed log is

@@ -470,13 +470,17 @@ func readDirNames(dir string) ([]string, error) {
 
 // readFile reads a whole file with plain system calls (open, fstat, read,
 // close): the object read path, cheaper than os.ReadFile, which also
-// registers the descriptor with the poller.
+// registers the descriptor with the poller. A missing file is a bare
+// syscall.ENOENT (it matches [fs.ErrNotExist]).
 func readFile(path string) ([]byte, error) {
 	var fd int
 	err := ignoringEINTR(func() (err error) {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		return err
 	})
+	if err == syscall.ENOENT {
+		return nil, err // common (a Put's first look): no allocation
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}

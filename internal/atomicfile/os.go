@@ -30,8 +30,8 @@ func (osFS) CreateTemp(dir string) (File, error) {
 		// ".tmp-<pid>-<n>": unique among live processes; O_EXCL catches a
 		// leftover of a dead process that had the same pid.
 		n := tempSeq.Add(1)
-		b := make([]byte, 0, len(dir)+len(pidText)+27)
-		b = append(b, dir...)
+		var buf [256]byte
+		b := append(buf[:0], dir...)
 		b = append(b, "/.tmp-"...)
 		b = append(b, pidText...)
 		b = append(b, '-')

@@ -31,10 +31,12 @@ func benchStore(b *testing.B, d disk.Durability, pool bool) *disk.Store {
 	return s
 }
 
-// BenchmarkPut puts distinct 1 KiB objects with DurabilityNone; compare
-// with BenchmarkPlainTempPublish.
+// BenchmarkPut puts distinct 1 KiB objects with DurabilityNone into a store
+// whose 1024 shard folders exist (a store in use); compare with
+// BenchmarkPlainTempPublish.
 func BenchmarkPut(b *testing.B) {
 	s := benchStore(b, disk.DurabilityNone, false)
+	makeShards(b, s)
 	ctx := b.Context()
 	buf := make([]byte, benchSize)
 	b.SetBytes(benchSize)
@@ -81,6 +83,19 @@ func BenchmarkPlainTempPublish(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// makeShards creates the 1024 shard folders of s, as a store in use has
+// them; BenchmarkPlainTempPublish's folders also exist before it starts.
+func makeShards(b *testing.B, s *disk.Store) {
+	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	for _, y := range digits {
+		for _, z := range digits {
+			if err := os.Mkdir(filepath.Join(s.Dir(), "objects", string(y)+string(z)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -139,6 +154,7 @@ func BenchmarkReadFile(b *testing.B) {
 // DurabilityStrict: two fsyncs each.
 func BenchmarkPutDurable(b *testing.B) {
 	s := benchStore(b, disk.DurabilityStrict, false)
+	makeShards(b, s)
 	ctx := b.Context()
 	buf := make([]byte, benchSize)
 	b.SetBytes(benchSize)
@@ -163,6 +179,7 @@ func BenchmarkPutBatchDurable(b *testing.B) {
 	}{{"syncfs", false}, {"pool", true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			s := benchStore(b, disk.DurabilityStrict, mode.pool)
+			makeShards(b, s)
 			ctx := b.Context()
 			const batch = 1000
 			b.SetBytes(benchSize * batch)

@@ -28,8 +28,9 @@ const poolSize = 16
 // touched folder is synced once. Hashes are returned only once everything is
 // durable. Taken addresses are handled as by [Store.Put] (verify and touch,
 // heal, or an error wrapping [cas.ErrCollision]). On error some objects may
-// have been stored, each one whole; the error is a *[cas.ObjectError] naming
-// the first object that failed, or ctx's error.
+// have been stored, each one whole; an error about one object is a
+// *[cas.ObjectError] naming it. Inputs with equal hashes are stored once
+// (different bytes with one hash are a collision).
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err

@@ -34,9 +34,9 @@ type Refs struct {
 var _ cas.Refs = (*Refs)(nil)
 
 // logSuffix ends every log file name. It holds '@', which ref names cannot,
-// so the log of "a" (logs/a@.jsonl) can never collide with the folder of
-// logs of "a@.jsonl/..."-like names: no valid name makes a folder of that
-// name.
+// so no log file can stand where a folder of other logs must be: with a
+// plain ".jsonl" suffix, the log of "x" (logs/x.jsonl) would block the logs
+// of "x.jsonl/y", a name that may coexist with "x" once "x" is deleted.
 const logSuffix = "@.jsonl"
 
 // refStripes is the number of per-ref lock files; a ref's is chosen by a

@@ -36,7 +36,7 @@ var _ cas.Refs = (*Refs)(nil)
 // logSuffix ends every log file name. It holds '@', which ref names cannot,
 // so no log file can stand where a folder of other logs must be: with a
 // plain ".jsonl" suffix, the log of "x" (logs/x.jsonl) would block the logs
-// of "x.jsonl/y", a name that may coexist with "x" once "x" is deleted.
+// of "x.jsonl/y", a ref that may coexist with "x".
 const logSuffix = "@.jsonl"
 
 // refStripes is the number of per-ref lock files; a ref's is chosen by a

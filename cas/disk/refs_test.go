@@ -626,3 +626,28 @@ func checkCounter(t *testing.T, s *disk.Store, name string, total int) {
 		}
 	}
 }
+
+// TestRefLogNamesLikeLogFiles: a ref named like another's log file keeps a
+// log of its own.
+func TestRefLogNamesLikeLogFiles(t *testing.T) {
+	s := newStore(t, nil)
+	r := s.Refs()
+	x := hashOf("x")
+	for _, name := range []string{"x", "x.jsonl/y", "x@.jsonl", "a/x.jsonl", "a/x"} {
+		err := r.CompareAndSwap(t.Context(), name, 0, x, name)
+		if strings.Contains(name, "@") {
+			if !errors.Is(err, cas.ErrInvalidRefName) {
+				t.Errorf("CompareAndSwap(%q) = %v, want ErrInvalidRefName", name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("CompareAndSwap(%q): %v", name, err)
+		}
+	}
+	for _, name := range []string{"x", "x.jsonl/y"} {
+		if got := mustLog(t, r, name); len(got) != 1 || got[0].Message != name {
+			t.Errorf("Log(%q) = %+v", name, got)
+		}
+	}
+}

@@ -42,14 +42,15 @@
 // published under its name without overwriting (renameat2 RENAME_NOREPLACE,
 // or link(2) and removing the temporary name where that is unavailable), and
 // its shard folder is synced; a shard folder created on the way is synced
-// into objects/ first. [Store.PutBatch] writes all its temporary files, makes
+// into objects/ too. [Store.PutBatch] writes all its temporary files, makes
 // them durable together with one syncfs(2) (concurrent fsyncs from a bounded
 // pool where syncfs is unavailable), publishes them in input order, then
 // syncs each touched shard folder once. A ref file is replaced by a synced
 // temporary file renamed over it, then its folder synced; a ref-log line is
 // appended with O_APPEND and the file synced. [DurabilityNone] skips every
-// fsync: a power loss may lose recent writes, but files are still published
-// whole.
+// fsync: a power loss may lose recent writes or leave recent objects empty or
+// damaged (Get reports them; putting them again heals them); a crash of the
+// process alone loses nothing.
 //
 // A Put that finds its bytes already stored does not sync them again: they
 // were made durable by the writer that stored them (unless that writer used

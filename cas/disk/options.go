@@ -20,8 +20,8 @@ const (
 	// stable storage.
 	DurabilityStrict Durability = iota
 	// DurabilityNone skips every fsync, for throw-away stores and bulk work
-	// that can be redone. A power loss may lose recent writes; the order of
-	// renames still keeps each file whole.
+	// that can be redone. A power loss may lose recent writes or damage
+	// recent objects (Get reports them, a re-put heals them).
 	DurabilityNone
 )
 
@@ -50,7 +50,8 @@ func (d Durability) String() string {
 }
 
 // Options configure a [Store]. A nil *Options, and the zero value of each
-// field, mean the defaults.
+// field, mean the defaults. Options are per Store: processes sharing a folder
+// may use different ones.
 type Options struct {
 	// Durability defaults to DurabilityStrict.
 	Durability Durability

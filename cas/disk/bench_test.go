@@ -1,0 +1,201 @@
+package disk_test
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
+)
+
+const benchSize = 1024
+
+// benchData returns 1 KiB of bytes made distinct by i.
+func benchData(buf []byte, i int) []byte {
+	binary.LittleEndian.PutUint64(buf, uint64(i))
+	return buf
+}
+
+func benchStore(b *testing.B, d disk.Durability, pool bool) *disk.Store {
+	b.Helper()
+	opts := &disk.Options{Durability: d}
+	disk.SetBatchSyncPool(opts, pool)
+	s, err := disk.Create(filepath.Join(b.TempDir(), "store"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkPut puts distinct 1 KiB objects with DurabilityNone into a store
+// whose 1024 shard folders exist (a store in use); compare with
+// BenchmarkPlainTempPublish.
+func BenchmarkPut(b *testing.B) {
+	s := benchStore(b, disk.DurabilityNone, false)
+	makeShards(b, s)
+	ctx := b.Context()
+	buf := make([]byte, benchSize)
+	b.SetBytes(benchSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Put(ctx, benchData(buf, i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkPlainTempPublish writes the same bytes as BenchmarkPut with a
+// plain loop and no hashing: create a temporary file, write, close, link it
+// under its name in one of 1024 folders, remove the temporary name.
+func BenchmarkPlainTempPublish(b *testing.B) {
+	dir := b.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o755)
+	for i := range 1024 {
+		os.Mkdir(filepath.Join(dir, strconv.Itoa(i)), 0o755)
+	}
+	buf := make([]byte, benchSize)
+	b.SetBytes(benchSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		f, err := os.CreateTemp(tmp, "t")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(benchData(buf, i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		name := filepath.Join(dir, strconv.Itoa(i%1024), strconv.Itoa(i))
+		if err := os.Link(f.Name(), name); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Remove(f.Name()); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// makeShards creates the 1024 shard folders of s, as a store in use has
+// them; BenchmarkPlainTempPublish's folders also exist before it starts.
+func makeShards(b *testing.B, s *disk.Store) {
+	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	for _, y := range digits {
+		for _, z := range digits {
+			if err := os.Mkdir(filepath.Join(s.Dir(), "objects", string(y)+string(z)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+const benchObjects = 2000
+
+// getFixture puts benchObjects objects and returns their hashes.
+func getFixture(b *testing.B) (*disk.Store, []cas.Hash) {
+	s := benchStore(b, disk.DurabilityNone, false)
+	buf := make([]byte, benchSize)
+	hs := make([]cas.Hash, benchObjects)
+	for i := range hs {
+		h, err := s.Put(b.Context(), benchData(buf, i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs[i] = h
+	}
+	return s, hs
+}
+
+// BenchmarkGet reads (and re-hashes) 1 KiB objects; compare with
+// BenchmarkReadFile.
+func BenchmarkGet(b *testing.B) {
+	s, hs := getFixture(b)
+	ctx := b.Context()
+	b.SetBytes(benchSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Get(ctx, hs[i%len(hs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkReadFile reads the same files as BenchmarkGet with os.ReadFile.
+func BenchmarkReadFile(b *testing.B) {
+	s, hs := getFixture(b)
+	paths := make([]string, len(hs))
+	for i, h := range hs {
+		paths[i] = objectFile(s, h)
+	}
+	b.SetBytes(benchSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := os.ReadFile(paths[i%len(paths)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkPutDurable puts distinct 1 KiB objects one by one with
+// DurabilityStrict: two fsyncs each.
+func BenchmarkPutDurable(b *testing.B) {
+	s := benchStore(b, disk.DurabilityStrict, false)
+	makeShards(b, s)
+	ctx := b.Context()
+	buf := make([]byte, benchSize)
+	b.SetBytes(benchSize)
+	i := 0
+	start := time.Now()
+	for b.Loop() {
+		if _, err := s.Put(ctx, benchData(buf, i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(i), "ns/object")
+}
+
+// BenchmarkPutBatchDurable puts batches of 1000 distinct 1 KiB objects with
+// DurabilityStrict: one flush point per batch. Compare its ns/object with
+// BenchmarkPutDurable's.
+func BenchmarkPutBatchDurable(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		pool bool
+	}{{"syncfs", false}, {"pool", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s := benchStore(b, disk.DurabilityStrict, mode.pool)
+			makeShards(b, s)
+			ctx := b.Context()
+			const batch = 1000
+			b.SetBytes(benchSize * batch)
+			n := 0
+			start := time.Now()
+			for b.Loop() {
+				data := make([][]byte, batch)
+				for k := range data {
+					data[k] = benchData(make([]byte, benchSize), n)
+					n++
+				}
+				if _, err := s.PutBatch(ctx, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n), "ns/object")
+		})
+	}
+}

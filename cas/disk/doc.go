@@ -1,0 +1,101 @@
+// Package disk is uwf's default, embedded backend: a [cas.Store] (with the
+// [cas.BatchPutter] fast path) and [cas.Refs] kept in one folder on a local
+// filesystem, shared safely by goroutines and by any number of processes.
+//
+// [Create] makes a store, [Open] opens one, [OpenOrCreate] does whichever is
+// needed (safely when several processes start at once). [Store.Refs] returns
+// the refs of the same store.
+//
+// # Layout
+//
+// Format version 1 (docs/FORMAT.md has the full specification):
+//
+//	FORMAT                    "uwf store 1\nbackend disk\nhash xxh64\n"
+//	objects/YZ/<HASH>         an object's bytes; YZ = the last two characters
+//	                          of its 13-character canonical hash; the file's
+//	                          modification time is the object's age
+//	tmp/.tmp-<pid>-<n>        temporary files, published by rename or link
+//	refs/<lower-cased name>   a ref: "<HASH> <Name>\n" (Name case-preserved)
+//	logs/<lower-cased name>@.jsonl
+//	                          a ref's log: one JSON object per line,
+//	                          {"old","new","time","message","name"[,"import"]}
+//	lock                      the store-wide lock (flock: shared or exclusive)
+//	gc.lock                   the GC lock (flock, never waited for)
+//	locks/refs                the lock for creating and deleting refs
+//	locks/ref-XX              256 striped locks for moving refs
+//
+// Shard folders and lock files are created when first needed. The FORMAT
+// file is written last, without overwriting, so concurrent creators agree;
+// Open refuses a version or setting it does not know ([cas.ErrFormat]).
+//
+// A ref's path is its lower-cased name, so two names that differ only in
+// case are the same path, and a name that is a folder of another ("a/b" and
+// "a/b/c") shows as a file where a folder is needed or the reverse: clashes
+// are detected on any filesystem, case-sensitive or not, and across
+// processes (creation holds locks/refs). A log file's name ends in "@", which
+// ref names cannot hold, so logs of live and deleted refs never collide.
+//
+// # Durability
+//
+// [DurabilityStrict] (the default) makes every operation durable before it
+// returns. An object is written to a temporary file in tmp/, synced, closed,
+// published under its name without overwriting (renameat2 RENAME_NOREPLACE,
+// or link(2) and removing the temporary name where that is unavailable), and
+// its shard folder is synced; a shard folder created on the way is synced
+// into objects/ too. [Store.PutBatch] writes all its temporary files, makes
+// them durable together with one syncfs(2) (concurrent fsyncs from a bounded
+// pool where syncfs is unavailable), publishes them in input order, then
+// syncs each touched shard folder once. A ref file is replaced by a synced
+// temporary file renamed over it, then its folder synced; a ref-log line is
+// appended with O_APPEND and the file synced. [DurabilityNone] skips every
+// fsync: a power loss may lose recent writes or leave recent objects empty or
+// damaged (Get reports them; putting them again heals them); a crash of the
+// process alone loses nothing.
+//
+// A Put that finds its bytes already stored does not sync them again: they
+// were made durable by the writer that stored them (unless that writer used
+// DurabilityNone, or is still between publishing and syncing them).
+// Refreshing an object's age (a re-put, [Store.Touch]) and deleting an
+// object ([Store.DeleteIfOlder]) are not synced either: after a power loss an
+// object may look older than it is, or come back; neither matters once the
+// writers that relied on them are gone.
+//
+// # Concurrency
+//
+// Objects are immutable and published atomically, so reads take no lock.
+// Put, Touch and DeleteIfOlder of one hash exclude each other within a
+// process through 256 striped mutexes; across processes, callers hold the
+// store-wide [Store.Lock] (shared for writers, exclusive for a GC sweep
+// batch), which is flock(2) on a new open file description per holder, so it
+// works the same between goroutines and between processes and is released
+// when a process dies. [Store.LockGC] is a non-blocking flock on gc.lock.
+//
+// Creating or deleting a ref takes locks/refs and then the ref's stripe
+// (locks/ref-XX, chosen by a hash of the lower-cased name); moving a ref takes
+// only its stripe, so unrelated refs move in parallel. Reading a ref takes no
+// lock (ref files are replaced atomically); reading a log takes its stripe
+// shared.
+//
+// # Crash safety
+//
+// After a crash at any point (SIGKILL, or a power loss with
+// DurabilityStrict):
+//
+//   - every object file under its name is whole (temporary files are
+//     published only once complete); a store that is damaged anyway (a bit
+//     flip, a truncated file) is detected by [Store.Get], which re-hashes
+//     every read, and healed by putting the right bytes again;
+//   - temporary files left in tmp/ are removed by Open once their inode
+//     change time (which only the kernel sets) is an hour old;
+//   - a ref and its visible log agree. A change is made under the ref's
+//     locks in this order: (1) read the ref and check the expected value;
+//     (2) append the log line and sync it; (3) replace the ref file (or
+//     remove it, for a delete). A crash between (2) and (3) leaves a last
+//     log entry whose old is the ref's value and whose new is not: an
+//     uncommitted intent. [Refs.Log] does not return it, and the next change
+//     of the ref truncates it before appending. A torn last line (no final
+//     newline) is likewise ignored by readers and truncated by the next
+//     writer. Entries added by [Refs.ImportLog] are marked and never taken for
+//     intents;
+//   - no lock stays held: flock locks die with their process.
+package disk

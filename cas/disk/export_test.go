@@ -1,0 +1,31 @@
+package disk
+
+import (
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
+)
+
+// SetFS makes a store opened with o write through fsys (a recording FS).
+func SetFS(o *Options, fsys atomicfile.FS) { o.fs = fsys }
+
+// SetHash makes a store opened with o address objects with sum, so tests can
+// make two different inputs collide.
+func SetHash(o *Options, sum func([]byte) cas.Hash) { o.sum = sum }
+
+// SetBatchSyncPool makes PutBatch fsync each file from a pool instead of
+// calling syncfs(2).
+func SetBatchSyncPool(o *Options, pool bool) {
+	o.batchSync = batchSyncFS
+	if pool {
+		o.batchSync = batchSyncPool
+	}
+}
+
+// SetStaleTempAge sets how old a temporary file must be for Open to remove
+// it.
+func SetStaleTempAge(o *Options, d time.Duration) { o.staleAge, o.staleSet = d, true }
+
+// LogSuffix ends the name of every ref log file.
+const LogSuffix = logSuffix

@@ -1,0 +1,355 @@
+package disk
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
+)
+
+// Refs is the refs index of a [Store], with each ref's log; it implements
+// [cas.Refs]. A ref is the file refs/<lower-cased name> holding
+// "<HASH> <Name>\n", so two names that differ only in case share one path
+// and a name that is a folder of another shows as a file-versus-folder
+// clash, on any filesystem. Refs is safe for concurrent use by goroutines
+// and by processes sharing the store.
+type Refs struct {
+	s          *Store
+	refDir     string // <dir>/refs
+	logDir     string // <dir>/logs
+	lockDir    string // <dir>/locks
+	globalLock string // <dir>/locks/refs
+}
+
+var _ cas.Refs = (*Refs)(nil)
+
+// logSuffix ends every log file name. It holds '@', which ref names cannot,
+// so no log file can stand where a folder of other logs must be: with a
+// plain ".jsonl" suffix, the log of "x" (logs/x.jsonl) would block the logs
+// of "x.jsonl/y", a ref that may coexist with "x".
+const logSuffix = "@.jsonl"
+
+// refStripes is the number of per-ref lock files; a ref's is chosen by a
+// hash of its lower-cased name.
+const refStripes = 256
+
+func newRefs(s *Store) *Refs {
+	lockDir := filepath.Join(s.dir, locksDir)
+	return &Refs{
+		s:          s,
+		refDir:     filepath.Join(s.dir, refsDir),
+		logDir:     filepath.Join(s.dir, logsDir),
+		lockDir:    lockDir,
+		globalLock: filepath.Join(lockDir, "refs"),
+	}
+}
+
+func (r *Refs) refPath(lower string) string { return r.refDir + "/" + lower }
+func (r *Refs) logPath(lower string) string { return r.logDir + "/" + lower + logSuffix }
+
+// stripePath returns the lock file of a ref: locks/ref-XX, XX the low byte
+// of FNV-1a of its lower-cased name, in hex.
+func (r *Refs) stripePath(lower string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(lower); i++ {
+		h ^= uint32(lower[i])
+		h *= 16777619
+	}
+	const hex = "0123456789abcdef"
+	b := h % refStripes
+	return r.lockDir + "/ref-" + string([]byte{hex[b>>4], hex[b&15]})
+}
+
+// refState is what refs/<lower> holds.
+type refState struct {
+	exists bool     // a ref file
+	isDir  bool     // a folder (of other refs, or left empty by a crash)
+	name   string   // the ref's case-preserved name
+	hash   cas.Hash // its value
+}
+
+// value returns the value of the ref named exactly name (zero if it does not
+// exist).
+func (c refState) value(name string) cas.Hash {
+	if c.exists && c.name == name {
+		return c.hash
+	}
+	return 0
+}
+
+// read reads refs/<lower>.
+func (r *Refs) read(lower string) (refState, error) {
+	path := r.refPath(lower)
+	b, err := readFile(path)
+	switch {
+	case err == nil:
+		name, h, err := parseRef(b, lower, path)
+		return refState{exists: true, name: name, hash: h}, err
+	case errors.Is(err, syscall.EISDIR):
+		return refState{isDir: true}, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return refState{}, nil
+	}
+	return refState{}, fmt.Errorf("disk: read ref: %w", err)
+}
+
+// parseRef parses a ref file, "<HASH> <Name>\n", found at refs/<lower>.
+func parseRef(b []byte, lower, path string) (string, cas.Hash, error) {
+	bad := fmt.Errorf("disk: ref file %s is malformed: %q", path, b)
+	if len(b) < cas.HashLen+3 || b[cas.HashLen] != ' ' || b[len(b)-1] != '\n' {
+		return "", 0, bad
+	}
+	h, err := cas.ParseCanonicalHash(string(b[:cas.HashLen]))
+	if err != nil || h.IsZero() {
+		return "", 0, bad
+	}
+	name := string(b[cas.HashLen+1 : len(b)-1])
+	if cas.ValidateRefName(name) != nil || strings.ToLower(name) != lower {
+		return "", 0, bad
+	}
+	return name, h, nil
+}
+
+func refFile(name string, h cas.Hash) []byte {
+	b := make([]byte, 0, cas.HashLen+len(name)+2)
+	b = appendHash(b, h)
+	b = append(b, ' ')
+	b = append(b, name...)
+	return append(b, '\n')
+}
+
+// Get returns the hash ref name points at. The error wraps [cas.ErrNotFound]
+// if there is no ref with exactly that name (a name differing only in case
+// is another ref) and [cas.ErrInvalidRefName] for a bad name. It reads
+// without locking: refs are replaced atomically.
+func (r *Refs) Get(ctx context.Context, name string) (cas.Hash, error) {
+	if err := r.s.ready(ctx); err != nil {
+		return 0, err
+	}
+	if err := cas.ValidateRefName(name); err != nil {
+		return 0, err
+	}
+	cur, err := r.read(strings.ToLower(name))
+	if err != nil {
+		return 0, err
+	}
+	if h := cur.value(name); !h.IsZero() {
+		return h, nil
+	}
+	return 0, fmt.Errorf("ref %s: %w", name, cas.ErrNotFound)
+}
+
+// List lists the refs whose names start with prefix ("" for all; the match
+// is case-sensitive), sorted by name. When prefix holds a '/', only the
+// folder before its last '/' is walked. A malformed ref file yields an error
+// and stops the listing.
+func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error] {
+	return func(yield func(cas.Ref, error) bool) {
+		if err := r.s.ready(ctx); err != nil {
+			yield(cas.Ref{}, err)
+			return
+		}
+		root := r.refDir
+		if i := strings.LastIndexByte(prefix, '/'); i > 0 {
+			if d := strings.ToLower(prefix[:i]); cas.ValidateRefName(d) == nil {
+				root = r.refPath(d)
+			}
+		}
+		var refs []cas.Ref
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					return nil // removed meanwhile, or the prefix names a ref
+				}
+				return err
+			}
+			if d.IsDir() {
+				return ctx.Err()
+			}
+			b, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			name, h, err := parseRef(b, filepath.ToSlash(p[len(r.refDir)+1:]), p)
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(name, prefix) {
+				refs = append(refs, cas.Ref{Name: name, Hash: h})
+			}
+			return nil
+		})
+		if err != nil {
+			yield(cas.Ref{}, fmt.Errorf("disk: list refs: %w", err))
+			return
+		}
+		slices.SortFunc(refs, func(a, b cas.Ref) int { return cmp.Compare(a.Name, b.Name) })
+		for _, ref := range refs {
+			if !yield(ref, nil) {
+				return
+			}
+		}
+	}
+}
+
+// CompareAndSwap moves ref name from old to new and appends
+// {old, new, now, message} to its log, as [cas.Refs] specifies: a zero old
+// means the ref must not exist, a zero new deletes it; a stale old, or a
+// new name that clashes with an existing ref (same name in another case, or
+// one a folder of the other), fails with a *[cas.ConflictError] and changes
+// nothing; old == new held by the ref is a no-op, not logged.
+//
+// Creating and deleting take the global refs lock (locks/refs) and then the
+// ref's striped lock (locks/ref-XX); other moves take only the striped lock,
+// so unrelated refs move in parallel. Under the locks, in this order: (1) the
+// ref is read and checked; (2) the log line is appended and synced; (3) the
+// ref file is replaced (temporary file, sync, rename, folder sync) or
+// removed. A crash between (2) and (3) leaves an uncommitted last log entry,
+// which [Refs.Log] hides and the next change of the ref truncates away.
+func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Hash, message string) error {
+	if err := r.s.ready(ctx); err != nil {
+		return err
+	}
+	if err := cas.ValidateRefName(name); err != nil {
+		return err
+	}
+	lower := strings.ToLower(name)
+	if old.IsZero() || new.IsZero() {
+		unlock, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+		if err != nil {
+			return fmt.Errorf("disk: lock refs: %w", err)
+		}
+		defer unlock()
+	}
+	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	if err != nil {
+		return fmt.Errorf("disk: lock ref %s: %w", name, err)
+	}
+	defer unlock()
+
+	cur, err := r.read(lower)
+	if err != nil {
+		return err
+	}
+	if v := cur.value(name); v != old {
+		return &cas.ConflictError{Name: name, Expected: old, Current: v}
+	}
+	if old == new {
+		return nil
+	}
+	if old.IsZero() {
+		clash, err := r.clash(lower, cur)
+		if err != nil {
+			return err
+		}
+		if clash != "" {
+			return &cas.ConflictError{Name: name, Clash: clash}
+		}
+	}
+	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
+	if err := r.appendLog(lower, cur.hash, line); err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	if new.IsZero() {
+		err = r.removeRef(lower)
+	} else {
+		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, r.refPath(lower), refFile(name, new), r.s.durable)
+	}
+	if err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	return nil
+}
+
+// clash returns the name of an existing ref that a new ref at refs/<lower>
+// would clash with, or "": a ref at the same path (differing in case), a ref
+// at one of its parent folders, or a ref inside a folder at its path. An
+// empty folder there (left by a crash during a delete) is removed. The
+// caller holds the global refs lock.
+func (r *Refs) clash(lower string, cur refState) (string, error) {
+	if cur.exists {
+		return cur.name, nil
+	}
+	for i := 0; i < len(lower); i++ {
+		if lower[i] != '/' {
+			continue
+		}
+		up, err := r.read(lower[:i])
+		if err != nil {
+			return "", err
+		}
+		if up.exists {
+			return up.name, nil
+		}
+	}
+	if !cur.isDir {
+		return "", nil
+	}
+	var found string
+	root := r.refPath(lower)
+	var empty []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			empty = append(empty, p)
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(p[len(r.refDir)+1:])
+		found = rel
+		if name, _, err := parseRef(b, rel, p); err == nil {
+			found = name
+		}
+		return filepath.SkipAll
+	})
+	if err != nil {
+		return "", fmt.Errorf("disk: check ref clash: %w", err)
+	}
+	if found != "" {
+		return found, nil
+	}
+	for _, d := range slices.Backward(empty) {
+		if err := r.s.fs.Remove(d); err != nil {
+			return "", fmt.Errorf("disk: remove empty ref folder: %w", err)
+		}
+	}
+	return "", nil
+}
+
+// removeRef removes refs/<lower>, syncs its folder, then removes the
+// parent folders it leaves empty. The caller holds the global refs lock.
+func (r *Refs) removeRef(lower string) error {
+	path := r.refPath(lower)
+	if err := r.s.fs.Remove(path); err != nil {
+		return err
+	}
+	if r.s.durable {
+		if err := r.s.fs.SyncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+	}
+	for d := filepath.Dir(lower); d != "." && d != "/"; d = filepath.Dir(d) {
+		if r.s.fs.Remove(r.refPath(d)) != nil {
+			break // not empty
+		}
+	}
+	return nil
+}

@@ -1,0 +1,519 @@
+package disk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
+)
+
+// Store is the on-disk object store. It implements [cas.Store] and
+// [cas.BatchPutter]; [Store.Refs] gives the refs of the same store. A Store
+// is safe for concurrent use by goroutines, and any number of processes may
+// open the same folder at once.
+type Store struct {
+	dir     string
+	objDir  string // <dir>/objects
+	tmpDir  string // <dir>/tmp
+	durable bool
+	now     func() time.Time
+	log     *slog.Logger
+	fs      atomicfile.FS
+	sum     func([]byte) cas.Hash
+	opts    Options
+	refs    *Refs
+	closed  atomic.Bool
+
+	// stripes make Put, Touch and DeleteIfOlder of one hash atomic with
+	// respect to each other within the process; across processes callers
+	// hold the store-wide lock (see DeleteIfOlder).
+	stripes [256]sync.Mutex
+}
+
+var (
+	_ cas.Store       = (*Store)(nil)
+	_ cas.BatchPutter = (*Store)(nil)
+)
+
+// Names inside a store folder.
+const (
+	formatFile = "FORMAT"
+	objectsDir = "objects"
+	tmpDirName = "tmp"
+	refsDir    = "refs"
+	logsDir    = "logs"
+	locksDir   = "locks"
+	lockFile   = "lock"
+	gcLockFile = "gc.lock"
+)
+
+// storeNames are the names a store folder may hold.
+var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gcLockFile}
+
+// Create makes a new store in dir, creating dir if needed. It fails with an
+// error wrapping [fs.ErrExist] if a store exists there, and refuses a folder
+// that holds anything else. When several processes create the same store at
+// once exactly one succeeds (see [OpenOrCreate]).
+func Create(dir string, opts *Options) (*Store, error) {
+	o := opts.withDefaults()
+	sync := o.Durability == DurabilityStrict
+	if _, err := os.Lstat(filepath.Join(dir, formatFile)); err == nil {
+		return nil, fmt.Errorf("disk: create store %s: %w", dir, fs.ErrExist)
+	}
+	if err := atomicfile.MkdirAll(o.fs, dir, sync); err != nil {
+		return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
+	}
+	names, err := readDirNames(dir)
+	if err != nil {
+		return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
+	}
+	for _, n := range names {
+		if !slices.Contains(storeNames, n) {
+			return nil, fmt.Errorf("disk: create store %s: the folder holds %q: not empty and not a uwf store", dir, n)
+		}
+	}
+	for _, d := range []string{objectsDir, tmpDirName, refsDir, logsDir, locksDir} {
+		if err := o.fs.Mkdir(filepath.Join(dir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
+		}
+	}
+	if sync {
+		if err := o.fs.SyncDir(dir); err != nil {
+			return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
+		}
+	}
+	// FORMAT last, never overwriting: of several creators racing, one
+	// publishes it and the others fail with fs.ErrExist.
+	err = atomicfile.Publish(o.fs, filepath.Join(dir, tmpDirName), filepath.Join(dir, formatFile), formatText, time.Time{}, sync)
+	if err != nil {
+		return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
+	}
+	return newStore(dir, o), nil
+}
+
+// Open opens the store in dir. The error wraps [fs.ErrNotExist] if there is
+// no store there and [cas.ErrFormat] if its FORMAT file records a version
+// this package does not know. Open removes temporary files left by crashed
+// writers more than an hour ago.
+func Open(dir string, opts *Options) (*Store, error) {
+	o := opts.withDefaults()
+	b, err := os.ReadFile(filepath.Join(dir, formatFile))
+	if err != nil {
+		return nil, fmt.Errorf("disk: open store %s: %w", dir, err)
+	}
+	if err := parseFormat(b); err != nil {
+		return nil, fmt.Errorf("disk: open store %s: %w", dir, err)
+	}
+	sync := o.Durability == DurabilityStrict
+	for _, d := range []string{objectsDir, tmpDirName, refsDir, logsDir, locksDir} {
+		if err := atomicfile.MkdirAll(o.fs, filepath.Join(dir, d), sync); err != nil {
+			return nil, fmt.Errorf("disk: open store %s: %w", dir, err)
+		}
+	}
+	s := newStore(dir, o)
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// OpenOrCreate opens the store in dir, creating it first if there is none.
+// It is safe when several processes start at once: the losers of the
+// creation race open the winner's store (and refuse it, wrapping
+// [cas.ErrFormat], if its format is unknown).
+func OpenOrCreate(dir string, opts *Options) (*Store, error) {
+	s, err := Open(dir, opts)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return s, err
+	}
+	s, err = Create(dir, opts)
+	if errors.Is(err, fs.ErrExist) {
+		return Open(dir, opts)
+	}
+	return s, err
+}
+
+func newStore(dir string, o Options) *Store {
+	s := &Store{
+		dir:     dir,
+		objDir:  filepath.Join(dir, objectsDir),
+		tmpDir:  filepath.Join(dir, tmpDirName),
+		durable: o.Durability == DurabilityStrict,
+		now:     o.Now,
+		log:     o.Logger.With("component", "disk", "store", dir),
+		fs:      o.fs,
+		sum:     o.sum,
+		opts:    o,
+	}
+	s.refs = newRefs(s)
+	return s
+}
+
+// removeStaleTemps removes temporary files whose inode change time is older
+// than the stale age. The change time is set by the kernel (a writer's
+// SetModTime cannot move it back), so a live writer's file is never taken.
+func (s *Store) removeStaleTemps() {
+	entries, err := os.ReadDir(s.tmpDir)
+	if err != nil {
+		return
+	}
+	limit := time.Now().Add(-s.opts.staleAge)
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || fi.IsDir() {
+			continue
+		}
+		if changeTime(fi).Before(limit) {
+			p := filepath.Join(s.tmpDir, e.Name())
+			if err := s.fs.Remove(p); err == nil {
+				s.log.Debug("removed stale temporary file", "path", p)
+			}
+		}
+	}
+}
+
+// Dir returns the store's folder.
+func (s *Store) Dir() string { return s.dir }
+
+// Refs returns the refs of the store; they share its options and clock.
+func (s *Store) Refs() *Refs { return s.refs }
+
+// Close marks the store closed: later calls fail with an error wrapping
+// [fs.ErrClosed]. It holds no open files, so it cannot fail; locks taken
+// with Lock or LockGC stay held until their unlock functions are called.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// ready returns an error if the store is closed or ctx is done.
+func (s *Store) ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("disk: store %s: %w", s.dir, fs.ErrClosed)
+	}
+	return ctx.Err()
+}
+
+func (s *Store) stripe(h cas.Hash) *sync.Mutex { return &s.stripes[uint64(h)%uint64(len(s.stripes))] }
+
+// Get returns the object at h after re-hashing it. The error wraps
+// [cas.ErrNotFound] if it is absent and [cas.ErrCorrupt] if its bytes no
+// longer hash to h (they are never returned); both are *[cas.ObjectError]
+// values with Op "get". The caller owns the returned slice.
+func (s *Store) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	data, err := readFile(s.objPath(h))
+	if err != nil {
+		return nil, objectError("get", h, err)
+	}
+	if got := s.sum(data); got != h {
+		return nil, &cas.ObjectError{Op: "get", Hash: h, Err: fmt.Errorf("%w: the bytes hash to %s", cas.ErrCorrupt, got)}
+	}
+	return data, nil
+}
+
+// objectError wraps a filesystem error about object h; a missing file
+// becomes [cas.ErrNotFound].
+func objectError(op string, h cas.Hash, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		err = cas.ErrNotFound
+	}
+	return &cas.ObjectError{Op: op, Hash: h, Err: err}
+}
+
+// Put stores data and returns its hash. The object is written to a
+// temporary file, synced, published under objects/<YZ>/<HASH> without
+// overwriting, and its folder synced (no syncs with DurabilityNone). If the
+// address is taken, the bytes there are read and re-hashed: the same bytes
+// make Put a no-op that refreshes the object's age; bytes that do not hash
+// to the address (corrupt, truncated) are replaced atomically; intact
+// different bytes fail with an error wrapping [cas.ErrCollision] and nothing
+// is stored. Errors are *[cas.ObjectError] values with Op "put".
+func (s *Store) Put(ctx context.Context, data []byte) (cas.Hash, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
+	h := s.sum(data)
+	mu := s.stripe(h)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.putLocked(h, s.objPath(h), data, s.now()); err != nil {
+		return 0, &cas.ObjectError{Op: "put", Hash: h, Err: err}
+	}
+	return h, nil
+}
+
+// putLocked stores data at path, holding h's stripe.
+func (s *Store) putLocked(h cas.Hash, path string, data []byte, now time.Time) error {
+	for range 8 {
+		st, err := s.check(h, path, data, now)
+		switch {
+		case err != nil:
+			return err
+		case st == stored:
+			return nil
+		case st == corrupt:
+			return s.heal(h, path, data, now, "")
+		}
+		err = atomicfile.Publish(s.fs, s.tmpDir, path, data, now, s.durable)
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		// Another process published it first: check its bytes.
+	}
+	return fmt.Errorf("the object keeps appearing and disappearing at %s", path)
+}
+
+// objectState is what check finds at an object's path.
+type objectState int
+
+const (
+	absent  objectState = iota // nothing there
+	stored                     // the same bytes (their age is now refreshed)
+	corrupt                    // bytes that do not hash to the address
+)
+
+// check reads what is stored at path, the address h of data. The same bytes
+// are stored (and touched to now); intact different bytes are an error
+// wrapping [cas.ErrCollision]. The caller holds h's stripe.
+func (s *Store) check(h cas.Hash, path string, data []byte, now time.Time) (objectState, error) {
+	existing, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return absent, nil
+	}
+	if err != nil {
+		return absent, err
+	}
+	if bytes.Equal(existing, data) {
+		err := s.fs.Chtimes(path, now)
+		if errors.Is(err, fs.ErrNotExist) {
+			return absent, nil // deleted meanwhile
+		}
+		return stored, err
+	}
+	if s.sum(existing) == h {
+		return absent, fmt.Errorf("%w: different bytes (%d, not %d) already stored at this address", cas.ErrCollision, len(existing), len(data))
+	}
+	return corrupt, nil
+}
+
+// heal replaces the corrupt object at path with data, atomically (rename
+// over it), and syncs its folder. tmp, if not "", is a complete temporary
+// file holding data; else one is written.
+func (s *Store) heal(h cas.Hash, path string, data []byte, now time.Time, tmp string) error {
+	if tmp == "" {
+		var err error
+		if tmp, err = atomicfile.WriteTemp(s.fs, s.tmpDir, data, now, s.durable); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.ReplaceTemp(s.fs, tmp, path, s.durable); err != nil {
+		return err
+	}
+	s.log.Warn("healed a corrupt object", "hash", h.String())
+	return nil
+}
+
+// Has reports whether an object is stored at h, without reading or
+// verifying it.
+func (s *Store) Has(ctx context.Context, h cas.Hash) (bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return false, err
+	}
+	var st syscall.Stat_t
+	err := ignoringEINTR(func() error { return syscall.Stat(s.objPath(h), &st) })
+	switch err {
+	case nil:
+		return true, nil
+	case syscall.ENOENT, syscall.ENOTDIR:
+		return false, nil
+	}
+	return false, &cas.ObjectError{Op: "has", Hash: h, Err: err}
+}
+
+// Touch sets the age of the object at h to now (its modification time to
+// Now()). The error wraps [cas.ErrNotFound] if it is absent. The new time
+// is not synced: after a crash an object may look older, which matters only
+// to writers that were running before the crash.
+func (s *Store) Touch(ctx context.Context, h cas.Hash) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	mu := s.stripe(h)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := s.fs.Chtimes(s.objPath(h), s.now()); err != nil {
+		return objectError("touch", h, err)
+	}
+	return nil
+}
+
+// DeleteIfOlder deletes the object at h only if its age (modification time)
+// is still before cutoff, and reports whether it deleted; an absent object
+// is (false, nil). Within this process it is atomic with respect to Put and
+// Touch of the same hash (they share a striped mutex). Across processes the
+// callers provide the atomicity: GC deletes under the exclusive store-wide
+// [Store.Lock], and writers put and touch under the shared one. The removal
+// is not synced: an object that comes back after a crash is collected again.
+func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time) (bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return false, err
+	}
+	mu := s.stripe(h)
+	mu.Lock()
+	defer mu.Unlock()
+	path := s.objPath(h)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
+	}
+	if !fi.ModTime().Before(cutoff) {
+		return false, nil
+	}
+	if err := s.fs.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
+	}
+	return true, nil
+}
+
+// All lists every object file with its size and age, folder by folder,
+// checking ctx between folders. Names that are not canonical hashes, or not
+// in their hash's folder, are skipped; an object whose content is corrupt is
+// listed (fsck needs it). Objects put or deleted during the listing may or
+// may not appear. A failure yields the error and stops.
+func (s *Store) All(ctx context.Context) iter.Seq2[cas.Object, error] {
+	return func(yield func(cas.Object, error) bool) {
+		if err := s.ready(ctx); err != nil {
+			yield(cas.Object{}, err)
+			return
+		}
+		shards, err := readDirNames(s.objDir)
+		if err != nil {
+			yield(cas.Object{}, fmt.Errorf("disk: list objects: %w", err))
+			return
+		}
+		slices.Sort(shards)
+		for _, shard := range shards {
+			if err := ctx.Err(); err != nil {
+				yield(cas.Object{}, err)
+				return
+			}
+			if !isShard(shard) {
+				continue
+			}
+			sdir := filepath.Join(s.objDir, shard)
+			names, err := readDirNames(sdir)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				yield(cas.Object{}, fmt.Errorf("disk: list objects: %w", err))
+				return
+			}
+			for _, name := range names {
+				h, err := cas.ParseCanonicalHash(name)
+				if err != nil || name[cas.HashLen-2:] != shard {
+					continue
+				}
+				fi, err := os.Lstat(filepath.Join(sdir, name))
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // deleted meanwhile
+				}
+				if err != nil {
+					yield(cas.Object{}, fmt.Errorf("disk: list objects: %w", err))
+					return
+				}
+				if !fi.Mode().IsRegular() {
+					continue
+				}
+				if !yield(cas.Object{Hash: h, Size: fi.Size(), Time: fi.ModTime()}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Now returns the time by the store's clock (Options.Now, else time.Now).
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	return s.now(), nil
+}
+
+// readDirNames returns the names in a folder, unsorted.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// readFile reads a whole file with plain system calls (open, fstat, read,
+// close): the object read path, cheaper than os.ReadFile, which also
+// registers the descriptor with the poller. A missing file is a bare
+// syscall.ENOENT (it matches [fs.ErrNotExist]).
+func readFile(path string) ([]byte, error) {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		return err
+	})
+	if err == syscall.ENOENT {
+		return nil, err // common (a Put's first look): no allocation
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	}
+	buf := make([]byte, st.Size)
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break // the file shrank: the hash check reports it
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package cas
 
 import (
+	"github.com/uncaged/uwf/internal/rwlock"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -34,7 +36,7 @@ type MemStore struct {
 	mu   sync.Mutex // guards objs
 	objs map[Hash]*memObject
 
-	lock rwLock      // the store-wide lock
+	lock rwlock.RW   // the store-wide lock
 	gc   atomic.Bool // the GC lock
 }
 
@@ -219,7 +221,7 @@ func (s *MemStore) DeleteIfOlder(ctx context.Context, h Hash, cutoff time.Time) 
 // held). A waiting exclusive request goes before shared requests made after
 // it, so a stream of shared holders cannot starve it. unlock is idempotent.
 func (s *MemStore) Lock(ctx context.Context, exclusive bool) (unlock func(), err error) {
-	unlock, err = s.lock.lock(ctx, exclusive)
+	unlock, err = s.lock.Lock(ctx, exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("lock store: %w", err)
 	}
@@ -259,76 +261,6 @@ func (s *MemStore) Corrupt(h Hash, data []byte) bool {
 		o.data = append([]byte{}, data...)
 	}
 	return ok
-}
-
-// rwLock is a readers-writer lock whose waiters honour a context. Waiting
-// writers have priority over new readers.
-type rwLock struct {
-	mu       sync.Mutex
-	readers  int           // shared holders
-	writer   bool          // an exclusive holder
-	writers  int           // exclusive requests waiting
-	released chan struct{} // closed (and replaced) when the state changes
-}
-
-func (l *rwLock) lock(ctx context.Context, exclusive bool) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	if exclusive {
-		l.writers++
-	}
-	for {
-		if exclusive && !l.writer && l.readers == 0 {
-			l.writers--
-			l.writer = true
-			break
-		}
-		if !exclusive && !l.writer && l.writers == 0 {
-			l.readers++
-			break
-		}
-		if l.released == nil {
-			l.released = make(chan struct{})
-		}
-		ch := l.released
-		l.mu.Unlock()
-		select {
-		case <-ch:
-			l.mu.Lock()
-		case <-ctx.Done():
-			if exclusive {
-				l.mu.Lock()
-				l.writers--
-				l.broadcastLocked() // readers held back by this request may go
-				l.mu.Unlock()
-			}
-			return nil, ctx.Err()
-		}
-	}
-	l.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			if exclusive {
-				l.writer = false
-			} else {
-				l.readers--
-			}
-			l.broadcastLocked()
-			l.mu.Unlock()
-		})
-	}, nil
-}
-
-// broadcastLocked wakes every waiter; l.mu is held.
-func (l *rwLock) broadcastLocked() {
-	if l.released != nil {
-		close(l.released)
-		l.released = nil
-	}
 }
 
 // MemRefs is the [Refs] of a [MemStore], kept in memory and sharing the

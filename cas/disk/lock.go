@@ -15,9 +15,17 @@ import (
 // edges present, put, move the ref"), exclusive for a GC sweep batch. It is
 // flock(2) on the file "lock", through a new open file description per
 // holder, so holders exclude each other the same way within a process and
-// across processes, and a process that dies releases its locks. Lock waits
-// until the lock is granted or ctx is done (then the error is ctx's, and no
-// lock is left held). unlock is idempotent.
+// across processes, and a process that dies releases its locks.
+//
+// flock(2) does not prefer waiting writers, so two gates keep a stream of
+// overlapping shared holders from starving an exclusive request: within the
+// process a writer-preferring lock ([rwlock.RW]) is taken first, and across
+// processes a request passes the file "lock.gate" (shared requests hold it
+// shared only until they hold "lock"; an exclusive request holds it
+// exclusively while it waits, so new shared requests queue behind it).
+//
+// Lock waits until the lock is granted or ctx is done (then the error is
+// ctx's, and no lock is left held). unlock is idempotent.
 func (s *Store) Lock(ctx context.Context, exclusive bool) (unlock func(), err error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -26,11 +34,28 @@ func (s *Store) Lock(ctx context.Context, exclusive bool) (unlock func(), err er
 	if exclusive {
 		how = syscall.LOCK_EX
 	}
-	unlock, err = lockWait(ctx, filepath.Join(s.dir, lockFile), how)
+	unlockLocal, err := s.local.Lock(ctx, exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("disk: lock store %s: %w", s.dir, err)
 	}
-	return unlock, nil
+	unlockGate, err := lockWait(ctx, filepath.Join(s.dir, gateFile), how)
+	if err != nil {
+		unlockLocal()
+		return nil, fmt.Errorf("disk: lock store %s: %w", s.dir, err)
+	}
+	unlockMain, err := lockWait(ctx, filepath.Join(s.dir, lockFile), how)
+	unlockGate()
+	if err != nil {
+		unlockLocal()
+		return nil, fmt.Errorf("disk: lock store %s: %w", s.dir, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unlockMain()
+			unlockLocal()
+		})
+	}, nil
 }
 
 // LockGC takes the lock that keeps two GCs from running at once: flock(2)

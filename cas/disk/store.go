@@ -18,6 +18,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
+	"github.com/uncaged/uwf/internal/rwlock"
 )
 
 // Store is the on-disk object store. It implements [cas.Store] and
@@ -36,6 +37,7 @@ type Store struct {
 	opts    Options
 	refs    *Refs
 	closed  atomic.Bool
+	local   rwlock.RW // the in-process half of Lock
 
 	// stripes make Put, Touch and DeleteIfOlder of one hash atomic with
 	// respect to each other within the process; across processes callers
@@ -57,6 +59,7 @@ const (
 	logsDir    = "logs"
 	locksDir   = "locks"
 	lockFile   = "lock"
+	gateFile   = "lock.gate"
 	gcLockFile = "gc.lock"
 )
 

@@ -81,6 +81,11 @@ func commandTree(front *cli.App) *cli.App {
 		Flags:                 globalFlags(),
 		Commands: []*cli.Command{
 			casCommand(),
+			workflowCommand(),
+			threadCommand(),
+			stepCommand(),
+			configCommand(),
+			demoCommand(),
 		},
 		CommandNotFound: func(c *cli.Context, name string) {
 			c.App.Metadata[metaNotFound] = usageErrorf(c.Command.HelpName, "no help topic %q", name)

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/thread"
 )
 
 func casGCCommand() *cli.Command {
@@ -162,7 +163,7 @@ func runFsck(ctx context.Context, w io.Writer, s *session) error {
 		return err
 	}
 	defer closeStore()
-	rep, err := repo.Fsck(ctx, nil)
+	rep, err := repo.Fsck(ctx, thread.FsckOptions())
 	if err != nil {
 		return err
 	}

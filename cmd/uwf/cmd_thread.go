@@ -17,7 +17,6 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/moderator"
-	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -1030,4 +1029,3 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	return bw.Flush()
 }
 
-var _ = registry.ValidName

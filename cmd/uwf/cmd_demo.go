@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/thread"
+)
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "register the bundled example workflow and run it end to end, offline",
+		Description: `In --home (or, without it, a fresh temporary home whose path it prints):
+registers examples/review-loop.yaml, runs a thread to $END with the synth
+agent (which rejects once, so the review loop turns), prints the thread,
+forks it at depth 2 and steps the fork to its end, then runs "cas gc
+--dry-run" and "cas fsck". Every part is labelled with the command that
+does the same.`,
+		Action: withSession(func(c *cli.Context, s *session) error {
+			if err := wantArgs(c, 0, 0, ""); err != nil {
+				return err
+			}
+			return runDemo(c.Context, c.App.Writer, s, c.IsSet("home"))
+		}),
+	}
+}
+
+func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
+	part := 0
+	label := func(format string, args ...any) {
+		part++
+		if part > 1 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== %d. %s\n", part, fmt.Sprintf(format, args...))
+	}
+	if !homeSet && s.store == "" {
+		dir, err := os.MkdirTemp("", "uwf-demo-")
+		if err != nil {
+			return err
+		}
+		s.home = dir
+		label("a fresh home: %s (pass --home DIR to use another)", dir)
+	} else {
+		home, err := s.homeDir()
+		if err != nil {
+			return err
+		}
+		label("home: %s", home)
+	}
+	fmt.Fprintf(w, "store: %s\n", s.storeURL())
+
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	e := s.engine(repo)
+
+	label("uwf workflow put examples/review-loop.yaml")
+	data, err := examples.FS.ReadFile("review-loop.yaml")
+	if err != nil {
+		return err
+	}
+	wf, err := registry.Parse("examples/review-loop.yaml", data)
+	if err != nil {
+		return err
+	}
+	res, err := e.Registry().Put(ctx, wf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s %s\n", res.Hash, res.Name)
+
+	const prompt = "Add a --json flag to the report command"
+	label("uwf thread run review-loop -p %q --agent synth", prompt)
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	id, _, err := e.Start(ctx, res.Hash, prompt, cwd)
+	if err != nil {
+		return err
+	}
+	pr := newProgress(w, io.Discard, false)
+	pr.begin(id)
+	opts := &thread.RunOptions{Agent: "synth", Progress: pr.event}
+	if _, err := e.StepN(ctx, id, 0, opts); err != nil {
+		return err
+	}
+
+	label("uwf thread read %s", id)
+	r, err := e.Read(ctx, id, thread.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	io.WriteString(w, r.Text)
+
+	label("uwf thread fork %s --at 2, then uwf thread step <fork> -n 0 --agent synth", id)
+	fork, at, err := e.ForkAt(ctx, id, 2)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "fork %s shares the first 2 steps (up to %s) with %s\n", fork, at, id)
+	pr.begin(fork)
+	if _, err := e.StepN(ctx, fork, 0, opts); err != nil {
+		return err
+	}
+
+	label("uwf thread list")
+	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}); err != nil {
+		return err
+	}
+
+	label("uwf cas gc --dry-run")
+	if err := runGC(ctx, w, s, &cas.GCOptions{DryRun: true}); err != nil {
+		return err
+	}
+
+	label("uwf cas fsck")
+	if err := runFsck(ctx, w, s); err != nil {
+		return err
+	}
+	home, _ := s.homeDir()
+	fmt.Fprintf(w, "\nNext: uwf --home %s thread show %s\n      uwf --home %s thread steps %s\n      uwf --home %s cas walk --tree %s\n",
+		home, id, home, fork, home, at)
+	return nil
+}

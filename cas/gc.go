@@ -17,11 +17,11 @@ const (
 // GCOptions configure [Repo.GC]. The zero value means the defaults.
 type GCOptions struct {
 	// Grace keeps every node put, touched or made a ref's target within it,
-	// with everything it reaches; 0 means DefaultGrace. Use a tiny duration
-	// (1ns) for "no grace".
+	// with everything it reaches; 0 means DefaultGrace, a negative value no
+	// grace at all (only nodes refreshed after GC began are spared).
 	Grace time.Duration
 	// LogRetention keeps ref-log entries younger than it, and the nodes they
-	// name; 0 means DefaultLogRetention.
+	// name; 0 means DefaultLogRetention, a negative value none.
 	LogRetention time.Duration
 	// DryRun reports what would be deleted and changes nothing (no log
 	// entries are pruned either).
@@ -78,11 +78,17 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Grace <= 0 {
+	switch {
+	case o.Grace == 0:
 		o.Grace = DefaultGrace
+	case o.Grace < 0:
+		o.Grace = 0
 	}
-	if o.LogRetention <= 0 {
+	switch {
+	case o.LogRetention == 0:
 		o.LogRetention = DefaultLogRetention
+	case o.LogRetention < 0:
+		o.LogRetention = 0
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultGCBatch

@@ -116,7 +116,7 @@ type EdgeError struct {
 }
 
 func (e *EdgeError) Error() string {
-	return fmt.Sprintf("edge %s -> %s: %v", e.Path, e.Edge, ErrNotFound)
+	return fmt.Sprintf("edge %s -> %s is not in the store", e.Path, e.Edge)
 }
 
 // Unwrap returns [ErrNotFound].

@@ -49,8 +49,8 @@ Exits 1 if any deletion failed.`,
 }
 
 // durationFlag reads a duration flag: unset is 0 (the library's default),
-// and an explicit 0 is the smallest duration (GCOptions reads 0 as "the
-// default", so "no grace" has to be spelled 1ns).
+// and an explicit 0 is -1 (GCOptions reads 0 as "the default" and a
+// negative duration as none).
 func durationFlag(c *cli.Context, name string) (time.Duration, error) {
 	if !c.IsSet(name) {
 		return 0, nil
@@ -60,7 +60,7 @@ func durationFlag(c *cli.Context, name string) (time.Duration, error) {
 		return 0, usageErrorf(c.Command.HelpName, "invalid --%s: %v", name, err)
 	}
 	if d == 0 {
-		d = time.Nanosecond
+		d = -1
 	}
 	return d, nil
 }

@@ -1028,4 +1028,3 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	}
 	return bw.Flush()
 }
-

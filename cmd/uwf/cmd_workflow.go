@@ -343,4 +343,3 @@ func runWorkflowRm(ctx context.Context, w io.Writer, s *session, name string) er
 	_, err = fmt.Fprintf(w, "removed %s (its versions stay in the log for the log retention)\n", name)
 	return err
 }
-

@@ -28,7 +28,7 @@ const (
 
 // DefaultAgentTimeout bounds an agent run whose config gives no timeout,
 // and the built-in agents' runs.
-const DefaultAgentTimeout = 10 * time.Minute
+const DefaultAgentTimeout = 30 * time.Minute
 
 // maxConfigSize bounds config.yaml and .env.
 const maxConfigSize = 1 << 20

@@ -1,0 +1,28 @@
+package registry_test
+
+import (
+	"testing"
+
+	"github.com/uncaged/uwf/registry"
+)
+
+// FuzzParseConfig feeds arbitrary bytes to the config.yaml parser: it never
+// panics, and a config it accepts lists only settings it can get back.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("agents:\n  coder: {command: x, args: [a], timeout: 10m}\ndefaultAgent: coder\n"))
+	f.Add([]byte("providers:\n  p: {baseURL: http://x, apiKeyEnv: K}\nmodels:\n  m: {provider: p, model: g}\ndefaultModel: m\n"))
+	f.Add([]byte("agentOverrides: {wf: {role: synth}}\n"))
+	f.Add([]byte("agents: [1, 2]\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := registry.ParseConfig("config.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, kv := range c.List() {
+			if _, err := c.Get(kv.Path); err != nil {
+				t.Fatalf("List names %q but Get fails: %v", kv.Path, err)
+			}
+		}
+	})
+}

@@ -139,41 +139,59 @@ func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow,
 
 // position is what the step loop needs to know about where a thread is.
 type position struct {
-	head      *Node
-	start     *Node
-	lastStep  *Node  // the newest step; nil if none since the start
-	resume    string // resumed texts since the last step, oldest first
-	stepIndex int    // steps in the chain
-	roleRuns  map[string]int
+	head     *Node
+	start    *Node
+	lastStep *Node  // the newest step; nil if none since the start
+	resume   string // resumed texts since the last step, oldest first
 }
 
-// locate walks the chain back from head: the last step, resume texts
-// since it, and counts of steps by role.
+// locate walks the chain back from head to its last step (or its start),
+// collecting the resume texts on the way.
 func (e *Engine) locate(ctx context.Context, head *Node) (*position, error) {
-	p := &position{head: head, roleRuns: map[string]int{}}
+	p := &position{head: head}
 	var resumes []string
 	for n, err := range e.NewestFirst(ctx, head.Hash) {
 		if err != nil {
 			return nil, err
 		}
-		switch n.Kind {
-		case KindStart:
-			p.start = n
-		case KindStep:
-			if p.lastStep == nil {
-				p.lastStep = n
-			}
-			p.stepIndex++
-			p.roleRuns[n.Step.Role]++
-		case KindMark:
-			if p.lastStep == nil && n.Mark.Mark == MarkResumed && n.Mark.Reason != "" {
-				resumes = append(resumes, n.Mark.Reason)
-			}
+		if n.Kind == KindStep {
+			p.lastStep = n
+			break
 		}
+		if n.Kind == KindMark && n.Mark.Mark == MarkResumed && n.Mark.Reason != "" {
+			resumes = append(resumes, n.Mark.Reason)
+		}
+	}
+	if p.lastStep == nil && head.Kind == KindStart {
+		p.start = head
+	} else {
+		start, err := e.Node(ctx, head.StartHash())
+		if err != nil {
+			return nil, err
+		}
+		p.start = start
 	}
 	slices.Reverse(resumes)
 	p.resume = strings.Join(resumes, "\n\n")
 	return p, nil
+}
+
+// counts returns how many steps the chain ending at head has, and how many
+// of them role ran: what the synth and replay agents need. It reads the
+// whole chain, so it runs only for them.
+func (e *Engine) counts(ctx context.Context, head cas.Hash, role string) (steps, roleRuns int, err error) {
+	for n, err := range e.NewestFirst(ctx, head) {
+		if err != nil {
+			return 0, 0, err
+		}
+		if n.Kind == KindStep {
+			steps++
+			if n.Step.Role == role {
+				roleRuns++
+			}
+		}
+	}
+	return steps, roleRuns, nil
 }
 
 // stepsSinceBase counts the steps since the thread's start, its last
@@ -243,6 +261,11 @@ func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string,
 // failures/<thread> and returns a *[StepError]. A thread that moved
 // meanwhile gives a *[ConflictError]. A thread that is not active gives an
 // error wrapping [ErrNotActive].
+//
+// A step reads the head, the nodes back to the last step, the start and
+// the workflow, and renders the thread so far within the quota. Only the
+// synth and replay agents are told how many steps (and runs of the role)
+// the chain holds, which reads the whole chain.
 func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepResult, error) {
 	if opts == nil {
 		opts = &RunOptions{}
@@ -367,7 +390,12 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	}
 	req := &agent.Request{
 		Thread: id, Workflow: wf.Name, Role: d.Role, Cwd: pos.start.Start.Cwd, Home: opts.Home, Store: opts.Store,
-		Schema: role.Frontmatter, Statuses: walkOrder(wf, d.Role), RoleRuns: pos.roleRuns[d.Role], StepIndex: pos.stepIndex,
+		Schema: role.Frontmatter, Statuses: walkOrder(wf, d.Role),
+	}
+	if agentName == "synth" || strings.HasPrefix(agentName, "replay:") {
+		if req.StepIndex, req.RoleRuns, err = e.counts(ctx, head.Hash, d.Role); err != nil {
+			return nil, err
+		}
 	}
 	retries := opts.Retries
 	if retries == 0 {

@@ -18,7 +18,7 @@ func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "register the bundled example workflow and run it end to end, offline",
-		Description: `In --home (or, without it, a fresh temporary home whose path it prints):
+		Description: `In --home (or, without it or UWF_HOME, a fresh temporary home whose path it prints):
 registers examples/review-loop.yaml, runs a thread to $END with the synth
 agent (which rejects once, so the review loop turns), prints the thread,
 forks it at depth 2 and steps the fork to its end, then runs "cas gc
@@ -28,12 +28,15 @@ does the same.`,
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
 			}
-			return runDemo(c.Context, c.App.Writer, s, c.IsSet("home"))
+			if s.json {
+				return usageErrorf(s.cmd, "uwf demo has no --json output")
+			}
+			return runDemo(c.Context, c.App.Writer, s)
 		}),
 	}
 }
 
-func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
+func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	part := 0
 	label := func(format string, args ...any) {
 		part++
@@ -42,7 +45,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
 		}
 		fmt.Fprintf(w, "== %d. %s\n", part, fmt.Sprintf(format, args...))
 	}
-	if !homeSet && s.store == "" {
+	if s.home == "" && s.store == "" { // neither --home nor UWF_HOME: never the user's own home
 		dir, err := os.MkdirTemp("", "uwf-demo-")
 		if err != nil {
 			return err

@@ -24,7 +24,7 @@ import (
 // threads.
 func threadCommand() *cli.Command {
 	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, llm, synth, human or replay:<thread>)"}
-	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed of the synth agent"}
+	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
 	return &cli.Command{
 		Name:  "thread",
@@ -369,17 +369,20 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		_, err = fmt.Fprintln(w, id)
 		return err
 	}
-	lw := res.Workflow
-	n := 0
-	if lw.MaxSteps == 0 {
-		n = thread.DefaultRunMaxSteps
+	// The thread's id heads the progress: it is known at the first event,
+	// or when Run returns if it failed before running anything.
+	begun := false
+	opts.Progress = func(ev thread.Event) {
+		if !begun {
+			begun = true
+			pr.begin(ev.Thread)
+		}
+		pr.event(ev)
 	}
-	id, _, err := e.Start(ctx, res.Hash, prompt, cwd)
-	if err != nil {
-		return err
+	id, _, err := e.Run(ctx, res.Hash, prompt, cwd, opts)
+	if !begun && id != "" {
+		pr.begin(id)
 	}
-	pr.begin(id)
-	_, err = e.StepN(ctx, id, n, opts)
 	pr.finish()
 	return err
 }
@@ -1009,8 +1012,8 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	if !st.Prev.IsZero() {
 		prev = st.Prev.String()
 	}
-	fmt.Fprintf(bw, "step:      %s\nrole:      %s\nagent:     %s\ndepth:     %d\nstart:     %s\nprev:      %s\nskip:      %d pointers\n",
-		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip))
+	fmt.Fprintf(bw, "step:      %s\nrole:      %s\nagent:     %s\ndepth:     %d\nstart:     %s\nprev:      %s\nskip:      %d pointer%s\n",
+		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip), plural(len(st.Skip)))
 	fmt.Fprintf(bw, "started:   %s\ncompleted: %s (%dms)\nexit code: %d\n",
 		time.UnixMilli(st.StartedAt).UTC().Format(time.RFC3339Nano), time.UnixMilli(st.CompletedAt).UTC().Format(time.RFC3339Nano), d.DurationMs, d.ExitCode)
 	section := func(title, body string) {

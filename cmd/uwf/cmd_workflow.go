@@ -60,6 +60,11 @@ of each role's schema and its statuses) and graph. With --json,
 					if err := wantArgs(c, 1, 1, "<name|hash>"); err != nil {
 						return err
 					}
+					if arg := c.Args().First(); !registry.ValidName(arg) {
+						if _, err := cas.ParseHash(arg); err != nil {
+							return usageErrorf(s.cmd, "invalid workflow %q: neither a workflow name nor a hash", arg)
+						}
+					}
 					return runWorkflowShow(c.Context, c.App.Writer, s, c.Args().First())
 				}),
 			},

@@ -26,9 +26,10 @@ environment or <home>/.env. Values of keys ending in key, token, secret or
 password, and every agents.<a>.env value, are printed as ********.`,
 		Subcommands: []*cli.Command{
 			{
-				Name:        "list",
-				Usage:       "print every setting",
-				Description: `Prints "<path> = <value>" per setting, sorted; with --json, [{"path","value"}].`,
+				Name:  "list",
+				Usage: "print every setting",
+				Description: `Prints "<path> = <value>" per setting, sorted (lists as [a, b]); with --json,
+[{"path","value"}].`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
 						return err
@@ -37,10 +38,11 @@ password, and every agents.<a>.env value, are printed as ********.`,
 				}),
 			},
 			{
-				Name:        "get",
-				Usage:       "print one setting",
-				ArgsUsage:   "<path>",
-				Description: `Prints the value at <path> (a section as indented lines); exit 3 if unset. With --json, {"path","value"}.`,
+				Name:      "get",
+				Usage:     "print one setting",
+				ArgsUsage: "<path>",
+				Description: `Prints the value at <path> (a section or a list as indented lines); exit 3
+if unset. With --json, {"path","value"}.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<path>"); err != nil {
 						return err

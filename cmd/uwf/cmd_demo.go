@@ -18,10 +18,10 @@ func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "register the bundled example workflow and run it end to end, offline",
-		Description: `In --home (or, without it or UWF_HOME, a fresh temporary home whose path it prints):
-registers examples/review-loop.yaml, runs a thread to $END with the synth
-agent (which rejects once, so the review loop turns), prints the thread,
-forks it at depth 2 and steps the fork to its end, then runs "cas gc
+		Description: `In --home (without --home or UWF_HOME, in a fresh temporary home whose path
+it prints): registers examples/review-loop.yaml, runs a thread to $END with
+the synth agent (which rejects once, so the review loop turns), prints the
+thread, forks it at depth 2 and steps the fork to its end, then runs "cas gc
 --dry-run" and "cas fsck". Every part is labelled with the command that
 does the same.`,
 		Action: withSession(func(c *cli.Context, s *session) error {

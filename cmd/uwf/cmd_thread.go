@@ -102,9 +102,8 @@ meanwhile.`,
 				}),
 			},
 			{
-				Name:      "list",
-				Usage:     "list threads, newest first",
-				ArgsUsage: " ",
+				Name:  "list",
+				Usage: "list threads, newest first",
 				Description: `Prints "<id> <status> <depth> <workflow> <created>" per thread, newest first.
 --status keeps one status (active, done, killed, suspended).`,
 				Flags: []cli.Flag{
@@ -190,7 +189,9 @@ where it came from.`,
 				Name:      "kill",
 				Usage:     "append a killed mark",
 				ArgsUsage: "<thread>",
-				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
+				Description: `Prints the mark's hash. A done or killed thread cannot be killed; a killed
+thread can be resumed.`,
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
 						return err
@@ -204,8 +205,10 @@ where it came from.`,
 				Name:      "resume",
 				Usage:     "append a resumed mark (runs nothing)",
 				ArgsUsage: "<thread> [-p <text>]",
-				Description: `The text reaches the next step's prompt. After a $SUSPEND the suspended role
-runs again; after maxSteps routing goes on from the last step. Then use step.`,
+				Description: `Prints the mark's hash. The text reaches the next step's prompt. After a
+$SUSPEND the suspended role runs again; after maxSteps routing goes on from
+the last step. Then use step. An active thread takes a resume only with -p (a
+note for its next step); a done one none (fork it to go on).`,
 				Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "a note for the next step, `TEXT` (- reads stdin)"}},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
@@ -275,10 +278,12 @@ step the fork with --agent replay:<thread>.`,
 func threadArg(s *session, arg string) (string, error) {
 	id, err := thread.ParseID(arg)
 	if err != nil {
-		return "", &usageError{cmd: s.cmd, err: err}
+		return "", usageErrorf(s.cmd, "invalid thread id %q: %s", arg, badIDReason)
 	}
 	return id, nil
 }
+
+const badIDReason = "want a ULID, 26 characters of Crockford Base32 (as thread list prints them)"
 
 // promptArg reads -p: the text, or stdin for "-".
 func promptArg(c *cli.Context, s *session) (string, error) {
@@ -306,7 +311,7 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 	agentName := c.String("agent")
 	if strings.HasPrefix(agentName, "replay:") {
 		if _, err := thread.ParseID(strings.TrimPrefix(agentName, "replay:")); err != nil {
-			return nil, usageErrorf(s.cmd, "invalid --agent %q: %v", agentName, err)
+			return nil, usageErrorf(s.cmd, "invalid --agent %q: replay:<thread> needs a thread id: %s", agentName, badIDReason)
 		}
 	}
 	return &thread.RunOptions{

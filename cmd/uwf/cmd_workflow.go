@@ -69,9 +69,10 @@ of each role's schema and its statuses) and graph. With --json,
 				}),
 			},
 			{
-				Name:        "list",
-				Usage:       "list the registered workflows",
-				Description: `Prints "<name> <hash> <updated> <description>" per workflow, sorted by name; with --json, [{"name","hash","updated","description"}] (updated in Unix ms).`,
+				Name:  "list",
+				Usage: "list the registered workflows",
+				Description: `Prints "<name> <hash> <updated> <description>" per workflow, sorted by name;
+with --json, [{"name","hash","updated","description"}] (updated in Unix ms).`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
 						return err

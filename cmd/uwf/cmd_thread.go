@@ -509,25 +509,32 @@ func (p *progressPrinter) finish() {
 	}
 }
 
-// threadJSON is a thread in --json output.
+// threadJSON is a thread in --json output: an element of "thread list".
 type threadJSON struct {
-	ID           string       `json:"id"`
-	Status       string       `json:"status"`
-	Depth        int          `json:"depth"`
-	Head         cas.Hash     `json:"head"`
-	Workflow     cas.Hash     `json:"workflow"`
-	WorkflowName string       `json:"workflowName"`
-	Created      int64        `json:"created"`
-	Prompt       string       `json:"prompt,omitempty"`
-	Origin       *originJSON  `json:"origin,omitempty"`
-	LastFailure  *failureJSON `json:"lastFailure,omitempty"`
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	Depth        int      `json:"depth"`
+	Head         cas.Hash `json:"head"`
+	Workflow     cas.Hash `json:"workflow"`
+	WorkflowName string   `json:"workflowName"`
+	Created      int64    `json:"created"`
+}
+
+// threadShowJSON is "thread show --json": a list element and more. Every
+// field is always present; lastFailure and origin.thread are null when
+// there is none.
+type threadShowJSON struct {
+	threadJSON
+	Prompt      string       `json:"prompt"`
+	Origin      originJSON   `json:"origin"`
+	LastFailure *failureJSON `json:"lastFailure"`
 }
 
 type originJSON struct {
 	Node   cas.Hash `json:"node"`
 	Depth  int      `json:"depth"`
 	Forked bool     `json:"forked"`
-	Thread string   `json:"thread,omitempty"`
+	Thread *string  `json:"thread"`
 }
 
 type failureJSON struct {
@@ -540,16 +547,20 @@ type failureJSON struct {
 	At     int64    `json:"at"`
 }
 
-func toThreadJSON(info *thread.Info, full bool) threadJSON {
-	t := threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
+func toThreadJSON(info *thread.Info) threadJSON {
+	return threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
 		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli()}
-	if full {
-		t.Prompt = info.Prompt
-		o := info.Origin
-		t.Origin = &originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked, Thread: o.ForkThread}
-		if f := info.LastFailure; f != nil {
-			t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
-		}
+}
+
+func toThreadShowJSON(info *thread.Info) threadShowJSON {
+	o := info.Origin
+	t := threadShowJSON{threadJSON: toThreadJSON(info), Prompt: info.Prompt,
+		Origin: originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
+	if o.ForkThread != "" {
+		t.Origin.Thread = &o.ForkThread
+	}
+	if f := info.LastFailure; f != nil {
+		t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
 	}
 	return t
 }
@@ -570,7 +581,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		return err
 	}
 	if s.json {
-		return writeJSON(w, toThreadJSON(info, true))
+		return writeJSON(w, toThreadShowJSON(info))
 	}
 	hn, err := e.Node(ctx, info.Head)
 	if err != nil {
@@ -619,7 +630,7 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 	if s.json {
 		out := []threadJSON{}
 		for _, info := range infos {
-			out = append(out, toThreadJSON(info, false))
+			out = append(out, toThreadJSON(info))
 		}
 		return writeJSON(w, out)
 	}

@@ -78,7 +78,9 @@ func TestThreadGolden(t *testing.T) {
 
 	// fork by hash and at a depth, then step the forks.
 	f1 := strings.TrimSpace(tr.run("", "thread", "fork", steps[3][1]).stdout)
-	tr.run("", "thread", "fork", "--json", t4, "--at", "2")
+	var f3 struct{ Thread string }
+	checkJSON(t, tr.run("", "thread", "fork", "--json", t4, "--at", "2").stdout, &f3)
+	tr.run("", "thread", "show", "--json", f3.Thread)
 	f2 := strings.TrimSpace(tr.run("", "thread", "fork", t4, "--at", "0").stdout)
 	tr.run("", "thread", "show", f1)
 	tr.run("", "thread", "step", f1, "--agent", "synth")
@@ -249,8 +251,8 @@ func TestThreadJSON(t *testing.T) {
 	}
 	// run --json: a start event first, then the events.
 	out = e.okJSON(nil, "thread", "run", "review-loop", "-p", "again", "--agent", "synth")
-	first, _, _ := strings.Cut(out, "\n")
-	if !strings.HasPrefix(first, `{"type":"start","thread":"`) || !strings.HasSuffix(out, "\"type\":\"done\"") && !strings.Contains(out, `"type":"done"`) {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if !strings.HasPrefix(lines[0], `{"type":"start","thread":"`) || !strings.HasPrefix(lines[len(lines)-1], `{"type":"done",`) {
 		t.Errorf("run --json =\n%s", out)
 	}
 }
@@ -348,5 +350,50 @@ func TestThreadNotFoundAndState(t *testing.T) {
 	}
 	if st, _ := e.status(fork); st != "done" {
 		t.Errorf("replayed fork: status %s", st)
+	}
+}
+
+// TestMaxSteps runs a workflow whose maxSteps stops the review loop: the
+// thread is suspended, and resume lets it go on from the last step.
+func TestMaxSteps(t *testing.T) {
+	e := newEnv(t)
+	e.write("short.yaml", strings.NewReplacer("name: review-loop", "name: short", "maxSteps: 20", "maxSteps: 2").Replace(reviewLoop))
+	out := e.ok("", "thread", "run", "short.yaml", "-p", "x", "--agent", "synth")
+	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "thread ")
+	if !strings.HasSuffix(out, "\n2 developer (synth) done -> "+e.stepsOf(id)[2][1]+" 0s\n3 suspended: maxSteps (2) reached\n") {
+		t.Errorf("thread run with maxSteps 2:\n%s", out)
+	}
+	if st, _ := e.status(id); st != "suspended" {
+		t.Errorf("status %s, want suspended", st)
+	}
+	if r := e.run("", "thread", "step", id, "--agent", "synth"); r.code != 1 || !strings.Contains(r.stderr, "resume it first") {
+		t.Errorf("thread step on a suspended thread: %v", r)
+	}
+	e.okHash("", "thread", "resume", id)
+	out = e.ok("", "thread", "step", id, "-n", "0", "--agent", "synth")
+	if !strings.HasPrefix(out, "5 reviewer (synth) rejected -> ") || !strings.HasSuffix(out, "7 suspended: maxSteps (2) reached\n") {
+		t.Errorf("thread step -n 0 after resume:\n%s", out)
+	}
+}
+
+// TestHumanAgent answers a role as the human agent: from stdin (the prompt
+// goes to stderr) or from a file given with --input.
+func TestHumanAgent(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "Add a flag"))
+	r := e.run("---\nstatus: done\nsteps: [add it]\n---\nMy plan.\n.\n", "thread", "step", id, "--agent", "human")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "1 planner (human) done -> ") ||
+		!strings.Contains(r.stderr, "# Role: planner (workflow review-loop)") || !strings.Contains(r.stderr, "\nAdd a flag\n") {
+		t.Errorf("thread step --agent human: %v", r)
+	}
+	e.write("answer.md", "---\nstatus: done\nsummary: added it\n---\n")
+	if out := e.ok("", "thread", "step", id, "--agent", "human", "--input", "answer.md"); !strings.HasPrefix(out, "2 developer (human) done -> ") {
+		t.Errorf("thread step --agent human --input answer.md: %q", out)
+	}
+	var st stepJSON
+	e.okJSON(&st, "step", "show", e.stepsOf(id)[1][1])
+	if st.Raw != "---\nstatus: done\nsteps: [add it]\n---\nMy plan.\n" || st.Agent != "human" {
+		t.Errorf("the human's step: %+v", st)
 	}
 }

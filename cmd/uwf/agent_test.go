@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildTestAgent builds testdata/agent into a temporary folder and returns
@@ -380,5 +382,42 @@ esac
 	e.okJSON(&st, "step", "show", e.stepsOf(id)[3][1])
 	if !strings.Contains(st.Prompt, "\n## Note from a human\n\nUse PostgreSQL.\n") || st.EdgePrompt != "Plan this task." {
 		t.Errorf("the planner's prompt after resume:\n%s", st.Prompt)
+	}
+}
+
+// TestStepInterrupted interrupts a step while its agent runs: uwf exits
+// 130, the agent is stopped, and nothing is recorded.
+func TestStepInterrupted(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	started := filepath.Join(e.dir, "started")
+	sleeper := e.script("sleeper.sh", "cat >/dev/null\ntouch "+started+"\nsleep 30\n")
+	e.writeConfig("agents:\n  sleeper: {command: " + sleeper + "}\n")
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "x"))
+	_, head := e.status(id)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(started); err == nil || ctx.Err() != nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	begin := time.Now()
+	r := e.runContext(ctx, strings.NewReader(""), "thread", "step", id, "--agent", "sleeper")
+	if r.code != 130 || !strings.Contains(r.stderr, "interrupted") && !strings.Contains(r.stderr, "context canceled") {
+		t.Errorf("thread step, interrupted: %v\nwant exit 130", r)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("the interrupted step took %v: the agent was not stopped", d)
+	}
+	if st, h := e.status(id); st != "active" || h != head {
+		t.Errorf("after the interrupted step: %s at %s, want active at %s", st, h, head)
+	}
+	if out := e.ok("", "cas", "ref", "list", "failures/"); out != "" {
+		t.Errorf("an interrupted step recorded a failure: %q", out)
 	}
 }

@@ -193,7 +193,7 @@ func TestAgentFailures(t *testing.T) {
 	e.ok("", "workflow", "put", "review-loop.yaml")
 	scripts := map[string]string{
 		"exit3":    e.script("exit3.sh", "cat >/dev/null\necho partial output\necho it broke >&2\nexit 3\n"),
-		"slow":     e.script("slow.sh", "cat >/dev/null\necho started\nsleep 5\n"),
+		"slow":     e.script("slow.sh", "cat >/dev/null\nsleep 5\n"),
 		"prose":    e.script("prose.sh", "cat >/dev/null\necho \"I did it (attempt $UWF_ATTEMPT).\"\n"),
 		"badtype":  e.script("badtype.sh", "cat > \"$PROMPTS/prompt-$UWF_ATTEMPT.txt\"\nprintf -- '---\\nstatus: done\\nsteps: %s\\n---\\n' \"$UWF_ATTEMPT\"\n"),
 		"status":   e.script("status.sh", "cat >/dev/null\nprintf -- '---\\nstatus: finished\\nsteps: [a]\\n---\\n'\n"),
@@ -222,7 +222,7 @@ func TestAgentFailures(t *testing.T) {
 		raws     []string // every raw output, oldest first
 	}{
 		{"exit3", []string{"exit status 3", "it broke"}, 3, []string{"partial output\n"}},
-		{"slow", []string{"timed out after 1s"}, 124, []string{"started\n"}},
+		{"slow", []string{"timed out after 1s"}, 124, []string{""}},
 		{"missing", []string{"command not found: no-such-agent-for-uwf-tests"}, 127, []string{""}},
 		{"prose", []string{"frontmatter"}, 0, []string{"I did it (attempt 0).\n", "I did it (attempt 1).\n", "I did it (attempt 2).\n"}},
 		{"badtype", []string{"/steps"}, 0, []string{"---\nstatus: done\nsteps: 0\n---\n", "---\nstatus: done\nsteps: 1\n---\n", "---\nstatus: done\nsteps: 2\n---\n"}},

@@ -305,17 +305,6 @@ func shellQuote(args []string) string {
 	return strings.Join(q, " ")
 }
 
-// fail runs uwf and fails the test unless it exits with code; it returns
-// the result.
-func (e *env) fail(code int, stdin string, args ...string) result {
-	e.t.Helper()
-	r := e.run(stdin, args...)
-	if r.code != code {
-		e.t.Fatalf("uwf %q: %v\nwant exit %d", args, r, code)
-	}
-	return r
-}
-
 // okJSON runs uwf with --json, checks it exits 0 and prints valid JSON (one
 // value, or one value per line for event streams), and decodes the first
 // value into v (if not nil).

@@ -89,14 +89,10 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	if err != nil {
 		return err
 	}
-	id, _, err := e.Start(ctx, res.Hash, prompt, cwd)
-	if err != nil {
-		return err
-	}
 	pr := newProgress(w, io.Discard, false)
-	pr.begin(id)
-	opts := &thread.RunOptions{Agent: "synth", Progress: pr.event}
-	if _, err := e.StepN(ctx, id, 0, opts); err != nil {
+	opts := &thread.RunOptions{Agent: "synth"}
+	id, err := runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	if err != nil {
 		return err
 	}
 

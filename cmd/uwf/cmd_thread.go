@@ -374,8 +374,15 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		_, err = fmt.Fprintln(w, id)
 		return err
 	}
-	// The thread's id heads the progress: it is known at the first event,
-	// or when Run returns if it failed before running anything.
+	_, err = runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	return err
+}
+
+// runWithProgress runs a new thread of workflow wf to its end
+// ([thread.Engine.Run]), printing its progress with pr: "thread <id>"
+// first (known at the first event, or when Run returns if it failed before
+// running anything), then a line per event.
+func runWithProgress(ctx context.Context, e *thread.Engine, pr *progressPrinter, wf cas.Hash, prompt, cwd string, opts *thread.RunOptions) (string, error) {
 	begun := false
 	opts.Progress = func(ev thread.Event) {
 		if !begun {
@@ -384,12 +391,12 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		}
 		pr.event(ev)
 	}
-	id, _, err := e.Run(ctx, res.Hash, prompt, cwd, opts)
+	id, _, err := e.Run(ctx, wf, prompt, cwd, opts)
 	if !begun && id != "" {
 		pr.begin(id)
 	}
 	pr.finish()
-	return err
+	return id, err
 }
 
 func runThreadStep(c *cli.Context, s *session, arg string, n int) error {

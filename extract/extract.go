@@ -109,7 +109,10 @@ func fast(raw string, schema *cas.Schema) (*Output, string, *fastError) {
 	if err != nil {
 		return nil, raw, &fastError{err: err.(*Error)}
 	}
-	v, err := cas.ParseYAML([]byte(front))
+	var v any
+	if !blankYAML(front) {
+		v, err = cas.ParseYAML([]byte(front))
+	}
 	if err != nil {
 		return nil, body, &fastError{err: yamlError(err, line)}
 	}
@@ -301,4 +304,16 @@ func kind(v any) string {
 		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// blankYAML reports whether a frontmatter block holds nothing but blank
+// lines and comments: an empty mapping (cas.ParseYAML calls it an empty
+// document, an error).
+func blankYAML(front string) bool {
+	for line := range strings.Lines(front) {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
 }

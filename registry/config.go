@@ -746,7 +746,8 @@ func Masked(path string, value any) any {
 	}
 	segs := strings.Split(path, ".")
 	last := segs[len(segs)-1]
-	if secretName.MatchString(last) || slices.Contains(segs[:len(segs)-1], "env") {
+	agentEnv := len(segs) >= 4 && segs[0] == "agents" && segs[2] == "env" // agents.<a>.env.<VAR>
+	if secretName.MatchString(last) || agentEnv {
 		return Mask
 	}
 	return value

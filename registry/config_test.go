@@ -351,6 +351,9 @@ func TestMasked(t *testing.T) {
 		{"agents.coder.env.HOME", "/home/x", registry.Mask},                // any env value
 		{"agents.coder.command", "claude", "claude"},
 		{"agents.coder.keys", "k", "k"},
+		{"agents.env.command", "envy", "envy"},            // an agent named env
+		{"agentOverrides.env.reviewer", "coder", "coder"}, // a workflow named env
+		{"agents.coder.args", []any{"env", "x"}, []any{"env", "x"}},
 		{"agents.coder.env", map[string]any{"A": "1"}, map[string]any{"A": registry.Mask}},
 		{"agents.coder", map[string]any{"command": "c", "env": map[string]any{"A": "1"}},
 			map[string]any{"command": "c", "env": map[string]any{"A": registry.Mask}}},

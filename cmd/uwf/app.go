@@ -56,6 +56,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 const (
 	// metaNow holds a func() time.Time: the store's clock (tests fix it).
 	metaNow = "uwf.now"
+	// metaNewID holds a func() ulid.ULID: the maker of thread IDs (tests
+	// make them in order).
+	metaNewID = "uwf.new-id"
 	// metaNotFound holds the usage error for an unknown help topic, which
 	// v2's CommandNotFound cannot return.
 	metaNotFound = "uwf.command-not-found"

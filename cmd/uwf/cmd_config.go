@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
 
 	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/registry"
@@ -23,9 +26,10 @@ environment or <home>/.env. Values of keys ending in key, token, secret or
 password, and every agents.<a>.env value, are printed as ********.`,
 		Subcommands: []*cli.Command{
 			{
-				Name:        "list",
-				Usage:       "print every setting",
-				Description: `Prints "<path> = <value>" per setting, sorted; with --json, [{"path","value"}].`,
+				Name:  "list",
+				Usage: "print every setting",
+				Description: `Prints "<path> = <value>" per setting, sorted (lists as [a, b]); with --json,
+[{"path","value"}].`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
 						return err
@@ -34,12 +38,16 @@ password, and every agents.<a>.env value, are printed as ********.`,
 				}),
 			},
 			{
-				Name:        "get",
-				Usage:       "print one setting",
-				ArgsUsage:   "<path>",
-				Description: `Prints the value at <path> (a section as indented lines); exit 3 if unset. With --json, {"path","value"}.`,
+				Name:      "get",
+				Usage:     "print one setting",
+				ArgsUsage: "<path>",
+				Description: `Prints the value at <path> (a section or a list as indented lines); exit 3
+if unset. With --json, {"path","value"}.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<path>"); err != nil {
+						return err
+					}
+					if err := checkConfigPath(s.cmd, c.Args().First()); err != nil {
 						return err
 					}
 					return runConfigGet(c.App.Writer, s, c.Args().First())
@@ -51,20 +59,53 @@ password, and every agents.<a>.env value, are printed as ********.`,
 				ArgsUsage: "<path> <value>",
 				Description: `Sets <path> to <value>, read as YAML ("10m", "[-p, --fast]",
 "{provider: openai, model: gpt-4o-mini}"), keeping the file's comments and
-order. The new configuration is checked first: a bad value changes nothing.`,
+order. The new configuration is checked first: a bad value changes nothing.
+Prints nothing; with --json, the setting as "config get --json" prints it.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 2, 2, "<path> <value>"); err != nil {
+						return err
+					}
+					if err := checkConfigPath(s.cmd, c.Args().First()); err != nil {
 						return err
 					}
 					home, err := s.homeDir()
 					if err != nil {
 						return err
 					}
-					return registry.SetConfigValue(home, c.Args().Get(0), c.Args().Get(1))
+					if err := registry.SetConfigValue(home, c.Args().Get(0), c.Args().Get(1)); err != nil {
+						return err
+					}
+					if s.json {
+						return runConfigGet(c.App.Writer, s, c.Args().Get(0))
+					}
+					return nil
 				}),
 			},
 		},
 	}
+}
+
+// checkConfigPath rejects a dot path with an empty segment.
+func checkConfigPath(cmd, path string) error {
+	if slices.Contains(strings.Split(path, "."), "") {
+		return usageErrorf(cmd, "invalid setting path %q: want dot-separated names, such as agents.coder.timeout", path)
+	}
+	return nil
+}
+
+// settingText renders a setting's value on one line: a list as a YAML flow
+// sequence ("[-p, --output-format, text]").
+func settingText(v any) string {
+	if l, ok := v.([]any); ok {
+		var n yaml.Node
+		if err := n.Encode(l); err == nil {
+			n.Style = yaml.FlowStyle
+			if b, err := yaml.Marshal(&n); err == nil {
+				return strings.TrimSuffix(string(b), "\n")
+			}
+		}
+	}
+	return oneLine(moderator.Text(v))
 }
 
 func runConfigList(w io.Writer, s *session) error {
@@ -86,7 +127,7 @@ func runConfigList(w io.Writer, s *session) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, e := range kvs {
-		fmt.Fprintf(bw, "%s = %s\n", e.Path, oneLine(moderator.Text(e.Value)))
+		fmt.Fprintf(bw, "%s = %s\n", e.Path, settingText(e.Value))
 	}
 	return bw.Flush()
 }

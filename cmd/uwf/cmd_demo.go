@@ -18,22 +18,25 @@ func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "register the bundled example workflow and run it end to end, offline",
-		Description: `In --home (or, without it, a fresh temporary home whose path it prints):
-registers examples/review-loop.yaml, runs a thread to $END with the synth
-agent (which rejects once, so the review loop turns), prints the thread,
-forks it at depth 2 and steps the fork to its end, then runs "cas gc
+		Description: `In --home (without --home or UWF_HOME, in a fresh temporary home whose path
+it prints): registers examples/review-loop.yaml, runs a thread to $END with
+the synth agent (which rejects once, so the review loop turns), prints the
+thread, forks it at depth 2 and steps the fork to its end, then runs "cas gc
 --dry-run" and "cas fsck". Every part is labelled with the command that
 does the same.`,
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
 			}
-			return runDemo(c.Context, c.App.Writer, s, c.IsSet("home"))
+			if s.json {
+				return usageErrorf(s.cmd, "uwf demo has no --json output")
+			}
+			return runDemo(c.Context, c.App.Writer, s)
 		}),
 	}
 }
 
-func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
+func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	part := 0
 	label := func(format string, args ...any) {
 		part++
@@ -42,7 +45,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
 		}
 		fmt.Fprintf(w, "== %d. %s\n", part, fmt.Sprintf(format, args...))
 	}
-	if !homeSet && s.store == "" {
+	if s.home == "" && s.store == "" { // neither --home nor UWF_HOME: never the user's own home
 		dir, err := os.MkdirTemp("", "uwf-demo-")
 		if err != nil {
 			return err
@@ -86,14 +89,10 @@ func runDemo(ctx context.Context, w io.Writer, s *session, homeSet bool) error {
 	if err != nil {
 		return err
 	}
-	id, _, err := e.Start(ctx, res.Hash, prompt, cwd)
-	if err != nil {
-		return err
-	}
 	pr := newProgress(w, io.Discard, false)
-	pr.begin(id)
-	opts := &thread.RunOptions{Agent: "synth", Progress: pr.event}
-	if _, err := e.StepN(ctx, id, 0, opts); err != nil {
+	opts := &thread.RunOptions{Agent: "synth"}
+	id, err := runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	if err != nil {
 		return err
 	}
 

@@ -24,7 +24,7 @@ import (
 // threads.
 func threadCommand() *cli.Command {
 	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, llm, synth, human or replay:<thread>)"}
-	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed of the synth agent"}
+	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
 	return &cli.Command{
 		Name:  "thread",
@@ -102,9 +102,8 @@ meanwhile.`,
 				}),
 			},
 			{
-				Name:      "list",
-				Usage:     "list threads, newest first",
-				ArgsUsage: " ",
+				Name:  "list",
+				Usage: "list threads, newest first",
 				Description: `Prints "<id> <status> <depth> <workflow> <created>" per thread, newest first.
 --status keeps one status (active, done, killed, suspended).`,
 				Flags: []cli.Flag{
@@ -190,7 +189,9 @@ where it came from.`,
 				Name:      "kill",
 				Usage:     "append a killed mark",
 				ArgsUsage: "<thread>",
-				Flags:     []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
+				Description: `Prints the mark's hash. A done or killed thread cannot be killed; a killed
+thread can be resumed.`,
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
 						return err
@@ -204,8 +205,10 @@ where it came from.`,
 				Name:      "resume",
 				Usage:     "append a resumed mark (runs nothing)",
 				ArgsUsage: "<thread> [-p <text>]",
-				Description: `The text reaches the next step's prompt. After a $SUSPEND the suspended role
-runs again; after maxSteps routing goes on from the last step. Then use step.`,
+				Description: `Prints the mark's hash. The text reaches the next step's prompt. After a
+$SUSPEND the suspended role runs again; after maxSteps routing goes on from
+the last step. Then use step. An active thread takes a resume only with -p (a
+note for its next step); a done one none (fork it to go on).`,
 				Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "a note for the next step, `TEXT` (- reads stdin)"}},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
@@ -275,10 +278,12 @@ step the fork with --agent replay:<thread>.`,
 func threadArg(s *session, arg string) (string, error) {
 	id, err := thread.ParseID(arg)
 	if err != nil {
-		return "", &usageError{cmd: s.cmd, err: err}
+		return "", usageErrorf(s.cmd, "invalid thread id %q: %s", arg, badIDReason)
 	}
 	return id, nil
 }
+
+const badIDReason = "want a ULID, 26 characters of Crockford Base32 (as thread list prints them)"
 
 // promptArg reads -p: the text, or stdin for "-".
 func promptArg(c *cli.Context, s *session) (string, error) {
@@ -306,7 +311,7 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 	agentName := c.String("agent")
 	if strings.HasPrefix(agentName, "replay:") {
 		if _, err := thread.ParseID(strings.TrimPrefix(agentName, "replay:")); err != nil {
-			return nil, usageErrorf(s.cmd, "invalid --agent %q: %v", agentName, err)
+			return nil, usageErrorf(s.cmd, "invalid --agent %q: replay:<thread> needs a thread id: %s", agentName, badIDReason)
 		}
 	}
 	return &thread.RunOptions{
@@ -369,19 +374,29 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		_, err = fmt.Fprintln(w, id)
 		return err
 	}
-	lw := res.Workflow
-	n := 0
-	if lw.MaxSteps == 0 {
-		n = thread.DefaultRunMaxSteps
-	}
-	id, _, err := e.Start(ctx, res.Hash, prompt, cwd)
-	if err != nil {
-		return err
-	}
-	pr.begin(id)
-	_, err = e.StepN(ctx, id, n, opts)
-	pr.finish()
+	_, err = runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
 	return err
+}
+
+// runWithProgress runs a new thread of workflow wf to its end
+// ([thread.Engine.Run]), printing its progress with pr: "thread <id>"
+// first (known at the first event, or when Run returns if it failed before
+// running anything), then a line per event.
+func runWithProgress(ctx context.Context, e *thread.Engine, pr *progressPrinter, wf cas.Hash, prompt, cwd string, opts *thread.RunOptions) (string, error) {
+	begun := false
+	opts.Progress = func(ev thread.Event) {
+		if !begun {
+			begun = true
+			pr.begin(ev.Thread)
+		}
+		pr.event(ev)
+	}
+	id, _, err := e.Run(ctx, wf, prompt, cwd, opts)
+	if !begun && id != "" {
+		pr.begin(id)
+	}
+	pr.finish()
+	return id, err
 }
 
 func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
@@ -501,25 +516,32 @@ func (p *progressPrinter) finish() {
 	}
 }
 
-// threadJSON is a thread in --json output.
+// threadJSON is a thread in --json output: an element of "thread list".
 type threadJSON struct {
-	ID           string       `json:"id"`
-	Status       string       `json:"status"`
-	Depth        int          `json:"depth"`
-	Head         cas.Hash     `json:"head"`
-	Workflow     cas.Hash     `json:"workflow"`
-	WorkflowName string       `json:"workflowName"`
-	Created      int64        `json:"created"`
-	Prompt       string       `json:"prompt,omitempty"`
-	Origin       *originJSON  `json:"origin,omitempty"`
-	LastFailure  *failureJSON `json:"lastFailure,omitempty"`
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	Depth        int      `json:"depth"`
+	Head         cas.Hash `json:"head"`
+	Workflow     cas.Hash `json:"workflow"`
+	WorkflowName string   `json:"workflowName"`
+	Created      int64    `json:"created"`
+}
+
+// threadShowJSON is "thread show --json": a list element and more. Every
+// field is always present; lastFailure and origin.thread are null when
+// there is none.
+type threadShowJSON struct {
+	threadJSON
+	Prompt      string       `json:"prompt"`
+	Origin      originJSON   `json:"origin"`
+	LastFailure *failureJSON `json:"lastFailure"`
 }
 
 type originJSON struct {
 	Node   cas.Hash `json:"node"`
 	Depth  int      `json:"depth"`
 	Forked bool     `json:"forked"`
-	Thread string   `json:"thread,omitempty"`
+	Thread *string  `json:"thread"`
 }
 
 type failureJSON struct {
@@ -532,16 +554,20 @@ type failureJSON struct {
 	At     int64    `json:"at"`
 }
 
-func toThreadJSON(info *thread.Info, full bool) threadJSON {
-	t := threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
+func toThreadJSON(info *thread.Info) threadJSON {
+	return threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
 		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli()}
-	if full {
-		t.Prompt = info.Prompt
-		o := info.Origin
-		t.Origin = &originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked, Thread: o.ForkThread}
-		if f := info.LastFailure; f != nil {
-			t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
-		}
+}
+
+func toThreadShowJSON(info *thread.Info) threadShowJSON {
+	o := info.Origin
+	t := threadShowJSON{threadJSON: toThreadJSON(info), Prompt: info.Prompt,
+		Origin: originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
+	if o.ForkThread != "" {
+		t.Origin.Thread = &o.ForkThread
+	}
+	if f := info.LastFailure; f != nil {
+		t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
 	}
 	return t
 }
@@ -562,7 +588,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		return err
 	}
 	if s.json {
-		return writeJSON(w, toThreadJSON(info, true))
+		return writeJSON(w, toThreadShowJSON(info))
 	}
 	hn, err := e.Node(ctx, info.Head)
 	if err != nil {
@@ -611,7 +637,7 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 	if s.json {
 		out := []threadJSON{}
 		for _, info := range infos {
-			out = append(out, toThreadJSON(info, false))
+			out = append(out, toThreadJSON(info))
 		}
 		return writeJSON(w, out)
 	}
@@ -1009,8 +1035,8 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	if !st.Prev.IsZero() {
 		prev = st.Prev.String()
 	}
-	fmt.Fprintf(bw, "step:      %s\nrole:      %s\nagent:     %s\ndepth:     %d\nstart:     %s\nprev:      %s\nskip:      %d pointers\n",
-		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip))
+	fmt.Fprintf(bw, "step:      %s\nrole:      %s\nagent:     %s\ndepth:     %d\nstart:     %s\nprev:      %s\nskip:      %d pointer%s\n",
+		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip), plural(len(st.Skip)))
 	fmt.Fprintf(bw, "started:   %s\ncompleted: %s (%dms)\nexit code: %d\n",
 		time.UnixMilli(st.StartedAt).UTC().Format(time.RFC3339Nano), time.UnixMilli(st.CompletedAt).UTC().Format(time.RFC3339Nano), d.DurationMs, d.ExitCode)
 	section := func(title, body string) {

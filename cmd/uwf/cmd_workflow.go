@@ -60,13 +60,19 @@ of each role's schema and its statuses) and graph. With --json,
 					if err := wantArgs(c, 1, 1, "<name|hash>"); err != nil {
 						return err
 					}
+					if arg := c.Args().First(); !registry.ValidName(arg) {
+						if _, err := cas.ParseHash(arg); err != nil {
+							return usageErrorf(s.cmd, "invalid workflow %q: neither a workflow name nor a hash", arg)
+						}
+					}
 					return runWorkflowShow(c.Context, c.App.Writer, s, c.Args().First())
 				}),
 			},
 			{
-				Name:        "list",
-				Usage:       "list the registered workflows",
-				Description: `Prints "<name> <hash> <updated> <description>" per workflow, sorted by name; with --json, [{"name","hash","updated","description"}] (updated in Unix ms).`,
+				Name:  "list",
+				Usage: "list the registered workflows",
+				Description: `Prints "<name> <hash> <updated> <description>" per workflow, sorted by name;
+with --json, [{"name","hash","updated","description"}] (updated in Unix ms).`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
 						return err

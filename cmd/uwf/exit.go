@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/registry"
 )
 
 // Exit codes (SPEC §8); the app's help and docs/CLI.md list them.
@@ -22,10 +23,10 @@ const (
 const exitCodesHelp = `
 EXIT CODES:
    0    success
-   1    failure (bad input file, invalid data, a corrupt store, fsck found problems, ...)
-   2    usage error (unknown command or flag, wrong arguments, an invalid hash or ref name)
-   3    not found (an object, a ref or a schema; "has" answering no)
-   4    conflict (a ref moved meanwhile)
+   1    failure (bad input file, invalid data, a failed step, a diverging replay, fsck found problems, ...)
+   2    usage error (unknown command or flag, wrong arguments, an invalid hash, thread id or name)
+   3    not found (an object, a ref, a schema, a workflow, a thread; "has" answering no)
+   4    conflict (a thread or another ref moved meanwhile)
    130  interrupted
 `
 
@@ -62,7 +63,14 @@ func exitCode(w io.Writer, err error) int {
 		return exitOK
 	}
 	var silent *silentError
-	if !errors.As(err, &silent) {
+	var invalid *registry.ValidationError
+	switch {
+	case errors.As(err, &silent):
+	case errors.As(err, &invalid) && error(invalid) == err:
+		// A file's problems, one "file:line:col: message" per line, as
+		// compilers print them (editors jump to them).
+		fmt.Fprintln(w, err)
+	default:
 		fmt.Fprintf(w, "uwf: %v\n", err)
 	}
 	var usage *usageError

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
@@ -60,11 +64,33 @@ type env struct {
 	home  string
 	dir   string // working directory
 	clock *testClock
+	ids   *idMaker
+}
+
+// idMaker makes thread IDs in order, so outputs are stable: the clock's
+// time and a counter.
+type idMaker struct {
+	mu    sync.Mutex
+	clock *testClock
+	n     uint64
+}
+
+func (m *idMaker) New() ulid.ULID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	var id ulid.ULID
+	if err := id.SetTime(ulid.Timestamp(m.clock.Now())); err != nil {
+		panic(err)
+	}
+	binary.BigEndian.PutUint64(id[8:], m.n)
+	return id
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, home: filepath.Join(t.TempDir(), "home"), dir: t.TempDir(), clock: &testClock{t: epoch}}
+	clock := &testClock{t: epoch}
+	e := &env{t: t, home: filepath.Join(t.TempDir(), "home"), dir: t.TempDir(), clock: clock, ids: &idMaker{clock: clock}}
 	t.Setenv("UWF_HOME", e.home)
 	t.Setenv("UWF_STORE", "")
 	t.Setenv("UWF_DURABILITY", "none")
@@ -95,7 +121,7 @@ func (e *env) runContext(ctx context.Context, stdin io.Reader, args ...string) r
 	var out, errb bytes.Buffer
 	app := newApp(&out, &errb)
 	app.Reader = stdin
-	app.Metadata = map[string]any{metaNow: e.clock.Now}
+	app.Metadata = map[string]any{metaNow: e.clock.Now, metaNewID: e.ids.New}
 	err := app.RunContext(ctx, append([]string{"uwf"}, args...))
 	code := exitCode(&errb, err)
 	return result{out.String(), errb.String(), code}
@@ -277,6 +303,51 @@ func shellQuote(args []string) string {
 		q[i] = a
 	}
 	return strings.Join(q, " ")
+}
+
+// okJSON runs uwf with --json, checks it exits 0 and prints valid JSON (one
+// value, or one value per line for event streams), and decodes the first
+// value into v (if not nil).
+func (e *env) okJSON(v any, args ...string) string {
+	e.t.Helper()
+	out := e.ok("", append([]string{"--json"}, args...)...)
+	checkJSON(e.t, out, v)
+	return out
+}
+
+// checkJSON fails the test unless s is one or more JSON values, each
+// ending a line; it decodes the first into v (if not nil).
+func checkJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if !strings.HasSuffix(s, "\n") {
+		t.Fatalf("JSON output %q does not end in a newline", s)
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("invalid JSON output: %v\n%s", err, s)
+		}
+		if i == 0 && v != nil {
+			if err := json.Unmarshal(raw, v); err != nil {
+				t.Fatalf("decode %s: %v", raw, err)
+			}
+		}
+	}
+}
+
+// firstField returns the first space-separated field of the first line of
+// s: the hash or ID a command printed.
+func firstField(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	f, _, _ := strings.Cut(line, " ")
+	return f
+}
+
+// masked replaces the test's temporary paths in s with $HOME and $WORK.
+func (e *env) masked(s string) string {
+	s = strings.ReplaceAll(s, e.home, "$HOME")
+	return strings.ReplaceAll(s, e.dir, "$WORK")
 }
 
 func TestExitCode(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
@@ -32,6 +33,7 @@ type session struct {
 	log        *slog.Logger
 	stdin      io.Reader
 	now        func() time.Time // nil: the real clock
+	newID      func() ulid.ULID // nil: ulid.Make
 }
 
 // newSession reads the global flags. A bad --log-level is a usage error.
@@ -46,6 +48,9 @@ func newSession(c *cli.Context) (*session, error) {
 	}
 	if now, ok := c.App.Metadata[metaNow].(func() time.Time); ok {
 		s.now = now
+	}
+	if newID, ok := c.App.Metadata[metaNewID].(func() ulid.ULID); ok {
+		s.newID = newID
 	}
 	var level slog.Level // info; warn unless set
 	if l := c.String("log-level"); l == "" {
@@ -227,9 +232,10 @@ func (s *session) config() (*registry.Config, error) {
 	return registry.LoadConfig(home)
 }
 
-// engine returns the thread engine over repo, with the session's clock.
+// engine returns the thread engine over repo, with the session's clock and
+// thread ID maker.
 func (s *session) engine(repo *cas.Repo) *thread.Engine {
-	return thread.New(repo, &thread.Options{Now: s.now, Logger: s.log})
+	return thread.New(repo, &thread.Options{Now: s.now, NewID: s.newID, Logger: s.log})
 }
 
 // storeURL is the store as agents are told it (UWF_STORE): the --store

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ func TestUsageErrors(t *testing.T) {
 	e := newEnv(t)
 	e.write("s.json", `{"type":"string"}`)
 	const h = "EYHPV6X8XHTCS"
+	const id = "01JGJFGR4E0000000000000001"
+	const badID = `invalid thread id "xyz": want a ULID`
 	for _, tc := range []struct {
 		args []string
 		want string // in the message
@@ -60,6 +63,79 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--store", "file://" + e.home + "?durability=none&y=1", "cas", "has", h}, `unknown or repeated parameter "y"`},
 		{[]string{"--store", "file://" + e.home + "?durability=maybe", "cas", "has", h}, `invalid durability "maybe"`},
 		{[]string{"--store", e.home + "?durability=maybe", "--durability", "none", "cas", "has", h}, `invalid durability "maybe"`},
+
+		// workflow
+		{[]string{"workflow", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"workflow", "put"}, "want 1 argument <file>, got 0"},
+		{[]string{"workflow", "put", "a.yaml", "b.yaml"}, "want at most 1 argument <file>, got 2"},
+		{[]string{"workflow", "validate"}, "want 1 argument <file>, got 0"},
+		{[]string{"workflow", "show"}, "want 1 argument <name|hash>, got 0"},
+		{[]string{"workflow", "show", "--", "../x"}, `invalid workflow "../x": neither a workflow name nor a hash`},
+		{[]string{"workflow", "list", "x"}, "want no arguments"},
+		{[]string{"workflow", "history", "a b"}, `invalid workflow name "a b"`},
+		{[]string{"workflow", "rollback"}, "want at least 1 argument <name> [hash], got 0"},
+		{[]string{"workflow", "rollback", "a b"}, `invalid workflow name "a b"`},
+		{[]string{"workflow", "rollback", "review-loop", "xyz"}, `invalid hash "xyz"`},
+		{[]string{"workflow", "rollback", "review-loop", h, h}, "want at most 2 arguments"},
+		{[]string{"workflow", "rm", "../x"}, `invalid workflow name "../x"`},
+		{[]string{"workflow", "put", "--bogus", "a.yaml"}, "unknown flag --bogus"},
+
+		// thread: bad ids and hashes
+		{[]string{"thread", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"thread", "show", "xyz"}, badID},
+		{[]string{"thread", "show", id + "X"}, "invalid thread id"},
+		{[]string{"thread", "show", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"}, "invalid thread id"}, // overflows
+		{[]string{"thread", "step", "xyz"}, badID},
+		{[]string{"thread", "steps", h}, `invalid thread id "` + h + `"`},
+		{[]string{"thread", "read", "xyz"}, badID},
+		{[]string{"thread", "kill", "xyz"}, badID},
+		{[]string{"thread", "resume", "xyz", "-p", "go"}, badID},
+		{[]string{"thread", "rm", "xyz"}, badID},
+		{[]string{"thread", "replay", "xyz"}, badID},
+		{[]string{"thread", "log", "xyz"}, badID},
+		{[]string{"thread", "fork", "xyz"}, badID},
+		{[]string{"thread", "fork", "UUUUUUUUUUUUU"}, `invalid hash "UUUUUUUUUUUUU"`},
+		{[]string{"thread", "read", id, "--before", "xyz"}, `invalid hash "xyz"`},
+		{[]string{"step", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"step", "show"}, "want 1 argument <step-hash>, got 0"},
+		{[]string{"step", "show", "xyz"}, `invalid hash "xyz"`},
+		{[]string{"step", "show", h, h}, "want at most 1 argument"},
+		// thread: fork's two forms
+		{[]string{"thread", "fork", id}, "fork <thread> needs --at <depth>"},
+		{[]string{"thread", "fork", h, "--at", "2"}, "--at goes with a thread id, not a hash"},
+		{[]string{"thread", "fork", id, "--at", "-1"}, "invalid --at -1"},
+		{[]string{"thread", "fork", id, "--at", "x"}, `invalid value "x" for flag -at`},
+		// thread: numbers and statuses
+		{[]string{"thread", "step", id, "-n", "-1"}, "invalid -n -1"},
+		{[]string{"thread", "step", id, "-n", "two"}, `invalid value "two" for flag -n`},
+		{[]string{"thread", "step", id, "--seed", "x"}, `invalid value "x" for flag -seed`},
+		{[]string{"thread", "list", "--limit", "-1"}, "--limit and --offset must not be negative"},
+		{[]string{"thread", "list", "--offset", "-3"}, "--limit and --offset must not be negative"},
+		{[]string{"thread", "list", "--status", "bogus"}, `invalid --status "bogus"`},
+		{[]string{"thread", "list", "x"}, "want no arguments"},
+		{[]string{"thread", "read", id, "--quota", "-5"}, "invalid --quota -5"},
+		{[]string{"thread", "read", id, "--quota", "0"}, "invalid --quota 0"},
+		// thread: prompts, agents, arguments
+		{[]string{"thread", "start", "review-loop"}, "-p <prompt> is required"},
+		{[]string{"thread", "run", "review-loop", "--agent", "synth"}, "-p <prompt> is required"},
+		{[]string{"thread", "start", "-p", "x"}, "want 1 argument <workflow>, got 0"},
+		{[]string{"thread", "start", "a", "b", "-p", "x"}, "want at most 1 argument <workflow>"},
+		{[]string{"thread", "start", "a", "-p"}, "flag -p needs a value"},
+		{[]string{"thread", "step", id, "--agent", "replay:xyz"}, `invalid --agent "replay:xyz"`},
+		{[]string{"thread", "run", "review-loop", "-p", "x", "--agent", "replay:"}, `invalid --agent "replay:"`},
+		{[]string{"thread", "step", id, "--bogus"}, "unknown flag --bogus"},
+		{[]string{"thread", "show", id, "--at", "1"}, "unknown flag --at"},
+		{[]string{"thread", "list", "-n", "1"}, "unknown flag -n"},
+
+		// config, demo
+		{[]string{"config", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"config", "get"}, "want 1 argument <path>, got 0"},
+		{[]string{"config", "get", "a..b"}, `invalid setting path "a..b"`},
+		{[]string{"config", "set", "defaultAgent"}, "want 2 arguments <path> <value>, got 1"},
+		{[]string{"config", "set", ".a", "b"}, `invalid setting path ".a"`},
+		{[]string{"config", "list", "x"}, "want no arguments"},
+		{[]string{"demo", "x"}, "want no arguments"},
+		{[]string{"demo", "--json"}, "uwf demo has no --json output"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := e.run("", tc.args...)
@@ -75,6 +151,45 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestFlagsAfterArguments checks that a command's flags work before or
+// after its arguments, and global flags anywhere.
+func TestFlagsAfterArguments(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", fmt.Sprint("task ", i))))
+	}
+	e.ok("", "thread", "step", ids[0], "-n", "0", "--agent", "synth")
+	for _, args := range [][]string{
+		{"thread", "list", "--limit", "2"},
+		{"thread", "list", "--limit=2"},
+		{"--json", "thread", "list", "--limit", "2"},
+		{"thread", "--json", "list", "--limit", "2"},
+		{"thread", "list", "--limit", "2", "--json"},
+	} {
+		out := e.ok("", args...)
+		if n := strings.Count(out, ids[2]) + strings.Count(out, ids[1]); n != 2 || strings.Contains(out, ids[0]) {
+			t.Errorf("uwf %q:\n%s\nwant the 2 newest threads", args, out)
+		}
+	}
+	a := e.ok("", "thread", "read", ids[0], "--quota", "100")
+	b := e.ok("", "thread", "read", "--quota", "100", ids[0])
+	c := e.ok("", "thread", "read", "--quota=100", "--", ids[0])
+	if a != b || a != c || !strings.Contains(a, "(older entries not shown: ") {
+		t.Errorf("thread read ID --quota 100 =\n%s\n--quota 100 ID =\n%s\n--quota=100 -- ID =\n%s", a, b, c)
+	}
+	// -p takes the next argument whatever it looks like.
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "--verbose is broken"))
+	if out := e.ok("", "thread", "show", id, "--json"); !strings.Contains(out, `"prompt":"--verbose is broken"`) {
+		t.Errorf("thread start -p --verbose...: %s", out)
+	}
+	fork := strings.TrimSpace(e.ok("", "thread", "fork", ids[0], "--at", "2"))
+	if out := e.ok("", "thread", "steps", fork); strings.Count(out, "\n") != 3 {
+		t.Errorf("thread fork ID --at 2, then steps:\n%s", out)
+	}
+}
+
 // TestHelp checks that help goes to stdout, exits 0, creates nothing, and
 // lists the exit codes.
 func TestHelp(t *testing.T) {
@@ -84,6 +199,8 @@ func TestHelp(t *testing.T) {
 		{"cas", "get", "--help"}, {"cas", "get", "x", "--help"}, {"help", "cas", "get"},
 		{"cas", "help", "get"}, {"cas", "schema", "put", "--help"}, {"cas", "schema"},
 		{"--json", "cas", "gc", "-h"},
+		{"workflow"}, {"thread"}, {"step"}, {"config"}, {"help", "thread", "fork"}, {"thread", "help", "run"},
+		{"thread", "step", "xyz", "--help"}, {"demo", "-h"},
 	} {
 		r := e.run("", args...)
 		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "USAGE:") {
@@ -104,6 +221,17 @@ func TestHelp(t *testing.T) {
 		{"cas", "schema", "--help"}, {"cas", "schema", "put", "--help"}, {"cas", "schema", "get", "--help"},
 		{"cas", "schema", "list", "--help"}, {"cas", "ref", "--help"}, {"cas", "ref", "list", "--help"},
 		{"cas", "ref", "log", "--help"},
+		{"workflow", "--help"}, {"workflow", "put", "--help"}, {"workflow", "validate", "--help"},
+		{"workflow", "show", "--help"}, {"workflow", "list", "--help"}, {"workflow", "history", "--help"},
+		{"workflow", "rollback", "--help"}, {"workflow", "rm", "--help"},
+		{"thread", "--help"}, {"thread", "start", "--help"}, {"thread", "run", "--help"},
+		{"thread", "step", "--help"}, {"thread", "show", "--help"}, {"thread", "list", "--help"},
+		{"thread", "steps", "--help"}, {"thread", "read", "--help"}, {"thread", "fork", "--help"},
+		{"thread", "kill", "--help"}, {"thread", "resume", "--help"}, {"thread", "rm", "--help"},
+		{"thread", "replay", "--help"}, {"thread", "log", "--help"},
+		{"step", "--help"}, {"step", "show", "--help"},
+		{"config", "--help"}, {"config", "list", "--help"}, {"config", "get", "--help"}, {"config", "set", "--help"},
+		{"demo", "--help"},
 	} {
 		all.WriteString("$ uwf " + strings.Join(args, " ") + "\n" + e.ok("", args...) + "\n")
 	}

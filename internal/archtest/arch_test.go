@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"registry":     {"cas", "moderator", "gopkg.in/yaml.v3"},
 	"examples":     {},
 	"thread":       {"cas", "registry", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
-	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "agent", "extract", "thread",
+	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "agent", "extract", "thread", "examples",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
 

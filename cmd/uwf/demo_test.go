@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// demoParts are the labels of uwf demo's parts, in order.
+var demoParts = []string{
+	"== 1. ",
+	"== 2. uwf workflow put examples/review-loop.yaml\n",
+	"== 3. uwf thread run review-loop -p ",
+	"== 4. uwf thread read ",
+	"== 5. uwf thread fork ",
+	"== 6. uwf thread list\n",
+	"== 7. uwf cas gc --dry-run\n",
+	"== 8. uwf cas fsck\n",
+}
+
+var demoThread = regexp.MustCompile(`(?m)^== 4\. uwf thread read ([0-9A-Z]{26})$`)
+
+// checkDemo checks the demo's output and the store it left in e's home:
+// every part is there, the thread and its fork end done, fsck is clean.
+func checkDemo(t *testing.T, e *env, out string) {
+	t.Helper()
+	at := 0
+	for _, p := range demoParts {
+		i := strings.Index(out[at:], p)
+		if i < 0 {
+			t.Fatalf("uwf demo: part %q missing or out of order:\n%s", p, out)
+		}
+		at += i + len(p)
+	}
+	for _, want := range []string{
+		"\n6 done: Approved: ",                            // the thread ends done
+		"reviewer (synth) rejected",                       // after one rejection
+		"reviewer (synth) approved",                       // then an approval
+		"would delete:       0\n",                         // nothing to collect
+		": 0 problems\n",                                  // fsck is clean
+		"## 0 · start\n\nAdd a --json flag to the report", // the thread as read
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("uwf demo: output lacks %q:\n%s", want, out)
+		}
+	}
+	m := demoThread.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("uwf demo: no thread id in part 4:\n%s", out)
+	}
+	if st, _ := e.status(m[1]); st != "done" {
+		t.Errorf("demo thread %s: status %s, want done", m[1], st)
+	}
+	var list []struct{ ID, Status string }
+	e.okJSON(&list, "thread", "list")
+	if len(list) != 2 || list[0].Status != "done" || list[1].Status != "done" {
+		t.Errorf("after uwf demo, thread list = %+v; want the thread and its fork, both done", list)
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck after uwf demo: %q", out)
+	}
+	if out := e.ok("", "workflow", "list"); !strings.HasPrefix(out, "review-loop ") {
+		t.Errorf("workflow list after uwf demo: %q", out)
+	}
+}
+
+// TestDemo runs uwf demo in a given home.
+func TestDemo(t *testing.T) {
+	e := newEnv(t)
+	out := e.ok("", "demo", "--home", e.home)
+	if !strings.HasPrefix(out, "== 1. home: "+e.home+"\nstore: "+filepath.Join(e.home, "store")+"\n") {
+		t.Errorf("uwf demo --home: first part:\n%s", out)
+	}
+	checkDemo(t, e, out)
+	if r := e.run("", "demo", "--json"); r.code != 2 || !strings.Contains(r.stderr, "no --json output") {
+		t.Errorf("uwf demo --json: %v", r)
+	}
+}
+
+var freshHome = regexp.MustCompile(`^== 1\. a fresh home: (\S+) \(pass --home DIR to use another\)\n`)
+
+// TestDemoFreshHome runs uwf demo with no home given: it makes a fresh
+// temporary home and says where, and never touches the user's home.
+func TestDemoFreshHome(t *testing.T) {
+	e := newEnv(t)
+	tmp := t.TempDir()
+	userHome := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("HOME", userHome)
+	t.Setenv("UWF_HOME", "")
+	out := e.ok("", "demo")
+	m := freshHome.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("uwf demo without a home does not name a fresh one:\n%s", out)
+	}
+	dir := m[1]
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), "uwf-demo-") {
+		t.Errorf("uwf demo made its home at %s, want a uwf-demo-* folder in %s", dir, tmp)
+	}
+	if !strings.Contains(out, "\nNext: uwf --home "+dir+" thread show ") {
+		t.Errorf("uwf demo does not say how to look further:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(userHome, ".uncaged")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("uwf demo touched the user's home: %v", err)
+	}
+	e.home = dir
+	t.Setenv("UWF_HOME", dir)
+	checkDemo(t, e, out)
+}

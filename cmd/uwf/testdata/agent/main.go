@@ -1,0 +1,59 @@
+// Command agent is a uwf agent for the tests of cmd/uwf: it plays every
+// role of the review-loop workflow. It reads its prompt on stdin and keeps
+// it, with the UWF_ variables and its working folder, in the folder
+// $AGENT_LOG as <n>-<role>-<attempt>.txt and .env; then it prints a
+// frontmatter answer. The reviewer rejects the first change it sees and
+// approves the next.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	prompt, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fail(err)
+	}
+	dir := os.Getenv("AGENT_LOG")
+	role, attempt := os.Getenv("UWF_ROLE"), os.Getenv("UWF_ATTEMPT")
+	runs, _ := filepath.Glob(filepath.Join(dir, "*.txt"))
+	reviews, _ := filepath.Glob(filepath.Join(dir, "*-reviewer-*.txt"))
+	name := filepath.Join(dir, fmt.Sprintf("%02d-%s-%s", len(runs)+1, role, attempt))
+	if err := os.WriteFile(name+".txt", prompt, 0o644); err != nil {
+		fail(err)
+	}
+	cwd, _ := os.Getwd()
+	var env strings.Builder
+	for _, k := range []string{"UWF_THREAD", "UWF_ROLE", "UWF_WORKFLOW", "UWF_ATTEMPT", "UWF_HOME", "UWF_STORE"} {
+		fmt.Fprintf(&env, "%s=%s\n", k, os.Getenv(k))
+	}
+	fmt.Fprintf(&env, "cwd=%s\n", cwd)
+	if err := os.WriteFile(name+".env", []byte(env.String()), 0o644); err != nil {
+		fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "agent: %s, attempt %s\n", role, attempt)
+	switch role {
+	case "planner":
+		fmt.Print("---\nstatus: done\nsteps:\n  - add the flag\n  - document it\n---\n# Plan\n\nTwo steps.\n")
+	case "developer":
+		fmt.Printf("---\nstatus: done\nsummary: added the flag (change %d)\n---\nDone.\n", len(runs)+1)
+	case "reviewer":
+		if len(reviews) == 0 {
+			fmt.Print("---\nstatus: rejected\ncomments: the flag has no test\n---\nPlease add a test.\n")
+		} else {
+			fmt.Print("---\nstatus: approved\ncomments: good\n---\nLGTM.\n")
+		}
+	default:
+		fail(fmt.Errorf("unknown role %q", role))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "agent:", err)
+	os.Exit(1)
+}

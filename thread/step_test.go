@@ -418,3 +418,144 @@ func TestMaxSteps(t *testing.T) {
 		t.Errorf("first step of a fork at depth 3 = %+v, %v", rs, err)
 	}
 }
+
+const loopWorkflow = `name: loop
+maxSteps: 20
+roles:
+  worker:
+    frontmatter:
+      type: object
+      properties: {status: {enum: [again, finished]}}
+      required: [status]
+graph:
+  $START: {new: {role: worker, prompt: "Start."}}
+  worker:
+    again: {role: worker, prompt: "Again."}
+    finished: {role: $END, prompt: "Finished."}
+`
+
+// loopAgent answers "again" forever.
+func loopAgent(t *testing.T) *registry.Config {
+	t.Helper()
+	p := script(t, t.TempDir(), "again.sh", "cat >/dev/null; printf -- '---\\nstatus: again\\n---\\n'\n")
+	return config(t, "agents:\n  again:\n    command: "+p+"\ndefaultAgent: again\n")
+}
+
+func countSteps(roles []string) int {
+	n := 0
+	for _, r := range roles {
+		if !strings.HasPrefix(r, "mark:") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMaxStepsLoop: a loop suspends at the limit; resume then run goes on
+// for another maxSteps; a fork made at depth 15 still gets 20 steps.
+func TestMaxStepsLoop(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.putWorkflow(loopWorkflow)
+	opts := &thread.RunOptions{Config: loopAgent(t)}
+	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := te.roles(id)
+	if countSteps(roles) != 20 || roles[len(roles)-1] != "mark:suspended" || rs[len(rs)-1].Kind != thread.EventSuspended {
+		t.Fatalf("first run: %d steps, last %q", countSteps(roles), roles[len(roles)-1])
+	}
+	if _, err := te.e.Resume(te.ctx, id, ""); err != nil { // a suspended thread resumes without a note
+		t.Fatal(err)
+	}
+	if _, err := te.e.StepN(te.ctx, id, 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	roles = te.roles(id)
+	if countSteps(roles) != 40 || roles[len(roles)-1] != "mark:suspended" {
+		t.Errorf("after resume: %d steps, last %q; want 40 and suspended", countSteps(roles), roles[len(roles)-1])
+	}
+	f, _, err := te.e.ForkAt(te.ctx, id, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.e.StepN(te.ctx, f, 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := countSteps(te.roles(f)); got != 15+20 {
+		t.Errorf("fork at depth 15: %d steps in all, want 35 (15 shared + 20 of its own)", got)
+	}
+}
+
+// TestRemoveFailedThread: rm of a thread that has failed, then GC past the
+// grace period and the log retention: its own nodes and its failure nodes
+// are gone, nodes shared with other threads stay.
+func TestRemoveFailedThread(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.reviewLoop()
+	keep, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doomed, _, err := te.e.ForkAt(te.ctx, keep, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := te.e.StepN(te.ctx, doomed, 1, &thread.RunOptions{Agent: "synth", Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := rs[0].Head
+	bad := config(t, "agents:\n  bad:\n    command: "+script(t, t.TempDir(), "bad.sh", "echo no frontmatter here\n")+"\ndefaultAgent: bad\n")
+	_, err = te.e.Step(te.ctx, doomed, &thread.RunOptions{Config: bad, Agent: "bad"})
+	var se *thread.StepError
+	if !errors.As(err, &se) {
+		t.Fatalf("Step with a bad agent = %v", err)
+	}
+	fn, _ := te.repo.Get(te.ctx, se.Failure)
+	f, _ := thread.DecodeFailure(fn)
+	// The failure's own nodes: the failure, its detail and the detail's
+	// content nodes. Everything the kept thread reaches is shared.
+	reach := func(root cas.Hash) []cas.Hash {
+		var out []cas.Hash
+		err := te.repo.Walk(te.ctx, []cas.Hash{root}, func(h cas.Hash, n cas.Node, _ []cas.Hash) error {
+			if n.Type != cas.MetaSchema && !n.Type.IsZero() {
+				out = append(out, h)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	failureNodes := append(reach(f.Detail), se.Failure)
+	shared := reach(te.head(keep))
+	if err := te.e.Remove(te.ctx, doomed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.mem.Refs().Get(te.ctx, "failures/"+doomed); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("failures/%s after rm: %v", doomed, err)
+	}
+	te.clock.Advance(cas.DefaultLogRetention + 2*cas.DefaultGrace)
+	if _, err := te.repo.GC(te.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	has := func(h cas.Hash) bool { ok, _ := te.mem.Has(te.ctx, h); return ok }
+	if has(own) {
+		t.Error("the removed thread's own step survived")
+	}
+	for _, h := range failureNodes {
+		if has(h) && !slices.Contains(shared, h) {
+			t.Errorf("failure node %s survived", h)
+		}
+	}
+	for _, h := range shared {
+		if !has(h) {
+			t.Errorf("shared node %s was deleted", h)
+		}
+	}
+	if has(se.Failure) {
+		t.Error("the failure node itself survived")
+	}
+}

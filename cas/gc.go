@@ -100,7 +100,15 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	defer unlockGC()
+	// The mark begins once no writer is between "touch the edges" and
+	// "put the node" (or "move the ref"): the exclusive lock is a barrier,
+	// so every later touch is at or after markStart, and so after cutoff.
+	barrier, err := r.st.Lock(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
 	markStart, err := r.st.Now(ctx)
+	barrier()
 	if err != nil {
 		return nil, fmt.Errorf("gc: read the store's clock: %w", err)
 	}

@@ -12,16 +12,20 @@ import (
 	"github.com/uncaged/uwf/cas/castest"
 )
 
-// hookStore calls onExclusive before every exclusive Lock: a writer acting
-// between two GC sweep batches.
+// hookStore calls onExclusive before every exclusive Lock after the first
+// (GC's barrier before its mark): a writer acting between two GC sweep
+// batches.
 type hookStore struct {
 	cas.Store
 	onExclusive func()
+	n           int
 }
 
 func (s *hookStore) Lock(ctx context.Context, exclusive bool) (func(), error) {
-	if exclusive && s.onExclusive != nil {
-		s.onExclusive()
+	if exclusive {
+		if s.n++; s.n > 1 && s.onExclusive != nil {
+			s.onExclusive()
+		}
 	}
 	return s.Store.Lock(ctx, exclusive)
 }
@@ -259,4 +263,44 @@ func TestGCContinuesPastFailures(t *testing.T) {
 		t.Errorf("other present %v (want false), victim %v and its child %v (want true)", f.has(other), f.has(victim), f.has(child))
 	}
 	f.fsckClean()
+}
+
+// TestGCWaitsForWriters: a writer that has touched its edges but not yet
+// stored its node when GC starts (here: it holds the shared lock for longer
+// than the grace period) loses nothing: GC's mark begins only once the
+// writer is done.
+func TestGCWaitsForWriters(t *testing.T) {
+	f := newFixture(t)
+	note := f.schema("note", mustJSON(t, noteSchema))
+	body := f.text("old body")
+	f.clock.Advance(2 * time.Hour)
+	unlock, err := f.mem.Lock(f.ctx, false) // the writer, between touch and put
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.mem.Touch(f.ctx, body); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Minute)
+	done := make(chan *cas.GCStats)
+	go func() {
+		st, err := f.repo.GC(f.ctx, &cas.GCOptions{Grace: -1})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	time.Sleep(20 * time.Millisecond) // GC waits at its barrier
+	f.clock.Advance(time.Hour)        // longer than any grace
+	n := cas.Node{Type: note, Payload: map[string]any{"title": "t", "body": body.String()}}
+	data, _ := n.Encode()
+	h, err := f.mem.Put(f.ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	<-done
+	if !f.has(h) || !f.has(body) {
+		t.Errorf("after GC: the new node present %v, its edge present %v; want both", f.has(h), f.has(body))
+	}
 }

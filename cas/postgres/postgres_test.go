@@ -292,8 +292,10 @@ func TestLockGCAcrossStores(t *testing.T) {
 
 // gcKey and storeKey repeat the package's lock keys, to find holders in
 // pg_locks.
-func gcKey(schema string) int64    { return int64(cas.Sum([]byte("uwf\x00" + schema + "\x00gc\x00"))) }
-func storeKey(schema string) int64 { return int64(cas.Sum([]byte("uwf\x00" + schema + "\x00store\x00"))) }
+func gcKey(schema string) int64 { return int64(cas.Sum([]byte("uwf\x00" + schema + "\x00gc\x00"))) }
+func storeKey(schema string) int64 {
+	return int64(cas.Sum([]byte("uwf\x00" + schema + "\x00store\x00")))
+}
 
 func TestLockAcrossStores(t *testing.T) {
 	needPostgres(t)

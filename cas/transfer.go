@@ -370,6 +370,8 @@ type RefConflict struct {
 	Clash    string // for a name clash, the existing ref's name; else empty
 }
 
+// String formats the conflict for people: "<name>: here <hash>, in the
+// tar <hash>" or "<name>: clashes with existing ref <other>".
 func (c RefConflict) String() string {
 	if c.Clash != "" {
 		return fmt.Sprintf("%s: clashes with existing ref %s", c.Name, c.Clash)

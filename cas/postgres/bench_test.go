@@ -273,3 +273,37 @@ func BenchmarkGC1M(b *testing.B) {
 	b.ReportMetric(st.Duration.Seconds(), "s/gc")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 }
+
+// BenchmarkDeleteIfOlder deletes stored objects one by one, as a GC sweep
+// does.
+func BenchmarkDeleteIfOlder(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	seed := benchSeed.Add(1)
+	var hs []cas.Hash
+	batch := make([][]byte, 0, 1000)
+	cutoff := time.Now().Add(time.Hour)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == len(hs) {
+			b.StopTimer()
+			batch = batch[:0]
+			for j := range 1000 {
+				batch = append(batch, blob(seed, uint64(len(hs)+j)))
+			}
+			more, err := s.PutBatch(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs = append(hs, more...)
+			b.StartTimer()
+		}
+		ok, err := s.DeleteIfOlder(ctx, hs[i], cutoff)
+		if err != nil || !ok {
+			b.Fatalf("DeleteIfOlder = %v, %v", ok, err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}

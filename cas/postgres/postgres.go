@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +35,10 @@ type Options struct {
 	// nil discards them.
 	Logger *slog.Logger
 	// Schema is the SQL schema that holds the store's tables; "" means
-	// [DefaultSchema]. It must be 1-63 characters of ASCII letters, digits
-	// and underscores, not starting with a digit. Several stores may share
-	// one database in different schemas.
+	// the URL's schema parameter (postgres://host/db?schema=NAME) if it has
+	// one, else [DefaultSchema]. It must be 1-63 characters of ASCII
+	// letters, digits and underscores, not starting with a digit. Several
+	// stores may share one database in different schemas.
 	Schema string
 	// MaxConns bounds each of the store's two connection pools: one for
 	// operations and one for holders of the store-wide lock (each holder
@@ -71,7 +73,8 @@ var (
 )
 
 // Open connects to the PostgreSQL database at url (a "postgres://..." URL
-// or a key=value connection string, as pgx accepts), creates the schema
+// or a key=value connection string, as pgx accepts it; a URL may name the
+// SQL schema with ?schema=NAME), creates the schema
 // and its tables if they are absent and migrates older ones, under an
 // advisory lock so that concurrent Opens are safe. If the schema was made
 // by a newer version of this package the error wraps [cas.ErrFormat] and
@@ -81,7 +84,12 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Schema == "" {
+	url, urlSchema := splitSchema(url)
+	switch {
+	case o.Schema != "":
+	case urlSchema != "":
+		o.Schema = urlSchema
+	default:
 		o.Schema = DefaultSchema
 	}
 	if err := validSchemaName(o.Schema); err != nil {
@@ -132,6 +140,27 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres store (schema %s): %w", o.Schema, err)
 	}
 	return s, nil
+}
+
+// splitSchema takes the schema parameter, which is uwf's and not a
+// PostgreSQL setting, out of a postgres:// URL. Other connection strings are
+// returned as they are.
+func splitSchema(raw string) (rest, schema string) {
+	if !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") {
+		return raw, ""
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return raw, "" // pgx reports it
+	}
+	q := u.Query()
+	if !q.Has("schema") {
+		return raw, ""
+	}
+	schema = q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema
 }
 
 // checkConnection makes the server notice, while a lock holder's

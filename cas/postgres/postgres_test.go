@@ -133,6 +133,29 @@ func TestOpenOptions(t *testing.T) {
 		s.Close()
 		t.Errorf("Open(a closed port) succeeded")
 	}
+	// The URL may name the schema; Options.Schema wins over it.
+	fromURL := freshSchema(t)
+	sep := "?"
+	if strings.Contains(testURL, "?") {
+		sep = "&"
+	}
+	s1, err := postgres.Open(ctx, testURL+sep+"schema="+fromURL, &postgres.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatalf("Open(?schema=%s): %v", fromURL, err)
+	}
+	if s1.Schema() != fromURL {
+		t.Errorf("Open(?schema=%s).Schema() = %s", fromURL, s1.Schema())
+	}
+	s1.Close()
+	explicit := freshSchema(t)
+	s2, err := postgres.Open(ctx, testURL+sep+"schema="+fromURL, &postgres.Options{Schema: explicit, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Schema() != explicit {
+		t.Errorf("Schema() = %s, want Options.Schema %s", s2.Schema(), explicit)
+	}
+	s2.Close()
 	// Mixed case and the default schema name are quoted, not folded.
 	schema := freshSchema(t) + "_Mixed"
 	t.Cleanup(func() {

@@ -39,7 +39,7 @@ func (s *Store) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 		return nil, &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrNotFound}
 	case err != nil:
 		return nil, &cas.ObjectError{Op: "get", Hash: h, Err: ctxErr(ctx, err)}
-	case cas.Sum(data) != h:
+	case s.sum(data) != h:
 		return nil, &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrCorrupt}
 	}
 	if data == nil {
@@ -54,7 +54,7 @@ func (s *Store) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 // replaced (healed); intact ones make the error an *[cas.ObjectError]
 // wrapping [cas.ErrCollision], and nothing changes.
 func (s *Store) Put(ctx context.Context, data []byte) (cas.Hash, error) {
-	h := cas.Sum(data)
+	h := s.sum(data)
 	if data == nil {
 		data = []byte{} // NULL is not empty
 	}
@@ -98,7 +98,7 @@ func (s *Store) resolve(ctx context.Context, tx pgx.Tx, h cas.Hash, data []byte)
 		return true, nil
 	case err != nil:
 		return false, &cas.ObjectError{Op: "put", Hash: h, Err: ctxErr(ctx, err)}
-	case !bytes.Equal(old, data) && cas.Sum(old) == h:
+	case !bytes.Equal(old, data) && s.sum(old) == h:
 		return false, &cas.ObjectError{Op: "put", Hash: h, Err: cas.ErrCollision}
 	}
 	if _, err := tx.Exec(ctx, s.q.healObject, int64(h), data); err != nil {
@@ -119,7 +119,7 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 	hs := make([]cas.Hash, len(data))
 	uniq := make(map[cas.Hash][]byte, len(data))
 	for i, d := range data {
-		hs[i] = cas.Sum(d)
+		hs[i] = s.sum(d)
 		if _, ok := uniq[hs[i]]; !ok {
 			if d == nil {
 				d = []byte{}

@@ -62,6 +62,7 @@ type Store struct {
 	q      queries
 	log    *slog.Logger
 	refs   *Refs
+	sum    func([]byte) cas.Hash // the address function; tests replace it to force collisions
 	// lock keys, distinct per schema
 	storeKey, gcKey int64
 }
@@ -124,6 +125,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		schema:   o.Schema,
 		q:        newQueries(o.Schema),
 		log:      logger,
+		sum:      cas.Sum,
 		storeKey: lockKey(o.Schema, "store", ""),
 		gcKey:    lockKey(o.Schema, "gc", ""),
 	}

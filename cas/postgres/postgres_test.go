@@ -590,3 +590,56 @@ func TestListPages(t *testing.T) {
 		t.Errorf("Logs = %d names, want %d", logs, n)
 	}
 }
+
+// TestCollision forces XXH64 collisions with a fake address function: a
+// Put of other intact bytes at a taken address fails and changes nothing,
+// in a batch too; corrupt bytes there are healed.
+func TestCollision(t *testing.T) {
+	needPostgres(t)
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	postgres.SetHash(s, func(b []byte) cas.Hash {
+		if strings.HasPrefix(string(b), "collide") {
+			return 42
+		}
+		return cas.Sum(b)
+	})
+	if h, err := s.Put(ctx, []byte("collide A")); err != nil || h != 42 {
+		t.Fatalf("Put(A) = %s, %v", h, err)
+	}
+	_, err := s.Put(ctx, []byte("collide B"))
+	var oe *cas.ObjectError
+	if !errors.Is(err, cas.ErrCollision) || !errors.As(err, &oe) || oe.Hash != 42 {
+		t.Fatalf("Put(B at A's address) = %v, want an *ObjectError wrapping ErrCollision", err)
+	}
+	innocent := []byte("innocent")
+	if _, err := s.PutBatch(ctx, [][]byte{innocent, []byte("collide B")}); !errors.Is(err, cas.ErrCollision) {
+		t.Fatalf("PutBatch with a collision = %v, want ErrCollision", err)
+	}
+	if ok, _ := s.Has(ctx, cas.Sum(innocent)); ok {
+		t.Errorf("a batch that failed stored some of its objects")
+	}
+	if data, err := s.Get(ctx, 42); err != nil || string(data) != "collide A" {
+		t.Errorf("Get(42) = %q, %v; want A, untouched", data, err)
+	}
+	if _, err := s.PutBatch(ctx, [][]byte{innocent, []byte("collide A")}); err != nil {
+		t.Errorf("PutBatch of present bytes: %v", err)
+	}
+	// Corrupt bytes at the address are replaced, by Put and by PutBatch.
+	c := corruptible{s, t}
+	c.Corrupt(42, []byte("garbage"))
+	if _, err := s.Put(ctx, []byte("collide B")); err != nil {
+		t.Fatalf("Put(B over corrupt bytes): %v", err)
+	}
+	if data, err := s.Get(ctx, 42); err != nil || string(data) != "collide B" {
+		t.Errorf("Get(42) after healing = %q, %v; want B", data, err)
+	}
+	c.Corrupt(42, []byte("garbage"))
+	if _, err := s.PutBatch(ctx, [][]byte{[]byte("collide A")}); err != nil {
+		t.Fatalf("PutBatch(A over corrupt bytes): %v", err)
+	}
+	if data, err := s.Get(ctx, 42); err != nil || string(data) != "collide A" {
+		t.Errorf("Get(42) after a healing batch = %q, %v; want A", data, err)
+	}
+}

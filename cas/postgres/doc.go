@@ -86,4 +86,7 @@
 //     holds a NUL byte is refused with [cas.ErrInvalid].
 //   - A statement that fails because its ctx ended may still have
 //     committed if the server finished it first, as with any database.
+//   - [Store.DeleteIfOlder] commits asynchronously: a server crash may
+//     bring back the last objects a GC deleted (never a node without its
+//     children); the next GC takes them again.
 package postgres

@@ -423,7 +423,6 @@ type tarFile struct {
 	name string
 	data string
 	typ  byte // 0: a regular file
-	size int64
 }
 
 func makeTar(t testing.TB, files ...tarFile) []byte {

@@ -1,0 +1,309 @@
+package postgres_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/postgres"
+)
+
+// objectSize is the size of the objects the throughput benchmarks store.
+const objectSize = 1024
+
+// blob returns objectSize bytes unique to n (and to the run, by seed).
+func blob(seed, n uint64) []byte {
+	b := make([]byte, objectSize)
+	binary.LittleEndian.PutUint64(b, seed)
+	binary.LittleEndian.PutUint64(b[8:], n)
+	for i := 16; i < len(b); i++ {
+		b[i] = byte(i*31 + int(n))
+	}
+	return b
+}
+
+func benchStore(b *testing.B) *postgres.Store {
+	b.Helper()
+	needPostgres(b)
+	return newStore(b)
+}
+
+var benchSeed atomic.Uint64
+
+func init() { benchSeed.Store(uint64(time.Now().UnixNano())) }
+
+func BenchmarkPut(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	seed := benchSeed.Add(1)
+	b.SetBytes(objectSize)
+	b.ReportAllocs()
+	var n uint64
+	for b.Loop() {
+		n++
+		if _, err := s.Put(ctx, blob(seed, n)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+func BenchmarkPutParallel(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	seed := benchSeed.Add(1)
+	var n atomic.Uint64
+	b.SetBytes(objectSize)
+	b.ReportAllocs()
+	b.SetParallelism(4) // 4 × GOMAXPROCS writers
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Put(ctx, blob(seed, n.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+func BenchmarkPutBatch(b *testing.B) {
+	for _, size := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("objects=%d", size), func(b *testing.B) {
+			s := benchStore(b)
+			ctx := b.Context()
+			seed := benchSeed.Add(1)
+			b.SetBytes(int64(size * objectSize))
+			b.ReportAllocs()
+			var n uint64
+			batch := make([][]byte, size)
+			for b.Loop() {
+				for i := range batch {
+					n++
+					batch[i] = blob(seed, n)
+				}
+				if _, err := s.PutBatch(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "objects/s")
+		})
+	}
+}
+
+// getFixture stores n objects for the Get benchmarks.
+func getFixture(b *testing.B, n int) (*postgres.Store, []cas.Hash) {
+	b.Helper()
+	s := benchStore(b)
+	seed := benchSeed.Add(1)
+	data := make([][]byte, n)
+	for i := range data {
+		data[i] = blob(seed, uint64(i))
+	}
+	hs, err := s.PutBatch(b.Context(), data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, hs
+}
+
+func BenchmarkGet(b *testing.B) {
+	s, hs := getFixture(b, 1000)
+	ctx := b.Context()
+	b.SetBytes(objectSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Get(ctx, hs[i%len(hs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	s, hs := getFixture(b, 1000)
+	ctx := b.Context()
+	var n atomic.Uint64
+	b.SetBytes(objectSize)
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Get(ctx, hs[n.Add(1)%uint64(len(hs))]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+// listSchema types a node listing other nodes.
+const listSchema = `{"type":"object","properties":{"items":{"type":"array","items":{"type":"string","format":"cas_ref"}}},
+ "required":["items"],"additionalProperties":false}`
+
+// BenchmarkGC1M runs one GC over about 1,000,000 objects of which half are
+// unreachable, and reports its time and the peak heap in use. Building the
+// store takes minutes, so it runs only with UWF_BENCH_BIG=1:
+//
+//	UWF_BENCH_BIG=1 go test ./cas/postgres -run '^$' -bench GC1M -benchtime 1x -timeout 60m
+func BenchmarkGC1M(b *testing.B) {
+	if os.Getenv("UWF_BENCH_BIG") != "1" {
+		b.Skip("set UWF_BENCH_BIG=1 to build a 1,000,000-object store and collect it")
+	}
+	const (
+		total   = 1_000_000
+		perList = 1000
+	)
+	s := benchStore(b)
+	ctx := b.Context()
+	repo, err := cas.Open(ctx, s, s.Refs(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc, err := cas.ParseJSON([]byte(listSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := repo.PutSchema(ctx, "bench-list", doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Reachable: half the content nodes, in lists of perList under one root
+	// list named by a ref. Unreachable: the other half.
+	lists := (total/2 + perList - 1) / perList
+	contents := total - lists - 1 - len(cas.Builtins()) - 1
+	build := time.Now()
+	var reach []any
+	var batch [][]byte
+	var items []any
+	flush := func() {
+		if _, err := s.PutBatch(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	encode := func(n cas.Node) []byte {
+		data, err := n.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data
+	}
+	for i := range contents {
+		data := encode(cas.Node{Type: cas.ContentSchema, Payload: fmt.Sprintf("content node %07d of the GC benchmark", i)})
+		batch = append(batch, data)
+		if i < total/2 {
+			items = append(items, cas.Sum(data).String())
+			if len(items) == perList {
+				flush() // children before the list
+				l := encode(cas.Node{Type: list, Payload: map[string]any{"items": items}})
+				batch = append(batch, l)
+				reach = append(reach, cas.Sum(l).String())
+				items = nil
+			}
+		}
+		if len(batch) >= 5000 {
+			flush()
+		}
+	}
+	if len(items) > 0 {
+		flush()
+		l := encode(cas.Node{Type: list, Payload: map[string]any{"items": items}})
+		batch = append(batch, l)
+		reach = append(reach, cas.Sum(l).String())
+	}
+	flush()
+	root, err := repo.Put(ctx, list, map[string]any{"items": reach})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := repo.Refs().CompareAndSwap(ctx, "bench/root", 0, root, "benchmark"); err != nil {
+		b.Fatal(err)
+	}
+	objects := 0
+	for _, err := range s.All(ctx) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		objects++
+	}
+	b.Logf("built %d objects (%d lists) in %v", objects, len(reach), time.Since(build).Round(time.Second))
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	runtime.GC()
+	wg.Go(func() {
+		var ms runtime.MemStats
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	var st *cas.GCStats
+	for b.Loop() {
+		st, err = repo.GC(ctx, &cas.GCOptions{Grace: time.Nanosecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	b.Logf("GC: %+v", *st)
+	b.ReportMetric(float64(st.Scanned), "objects")
+	b.ReportMetric(float64(st.Deleted), "deleted")
+	b.ReportMetric(st.Duration.Seconds(), "s/gc")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+}
+
+// BenchmarkDeleteIfOlder deletes stored objects one by one, as a GC sweep
+// does.
+func BenchmarkDeleteIfOlder(b *testing.B) {
+	s := benchStore(b)
+	ctx := b.Context()
+	seed := benchSeed.Add(1)
+	var hs []cas.Hash
+	batch := make([][]byte, 0, 1000)
+	cutoff := time.Now().Add(time.Hour)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == len(hs) {
+			b.StopTimer()
+			batch = batch[:0]
+			for j := range 1000 {
+				batch = append(batch, blob(seed, uint64(len(hs)+j)))
+			}
+			more, err := s.PutBatch(ctx, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			hs = append(hs, more...)
+			b.StartTimer()
+		}
+		ok, err := s.DeleteIfOlder(ctx, hs[i], cutoff)
+		if err != nil || !ok {
+			b.Fatalf("DeleteIfOlder = %v, %v", ok, err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}

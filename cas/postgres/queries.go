@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// nowMS is the server's clock in Unix milliseconds, rounded down: the time
+// of a ref-log entry.
+const nowMS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
+
+// queries holds the SQL statements of one schema, with its quoted name in
+// place.
+type queries struct {
+	schema string // quoted
+
+	// objects
+	get, has, touch, deleteIfOlder, now   string
+	put, putMany, lockObject, healObject  string
+	allFirst, allNext                     string
+	listFirst, listNext, logsFirst        string
+	logsNext, getRef, getRefForUpdate     string
+	move, del, create, clash, readLog     string
+	lockShared, lockExclusive, deleteLogs string
+	pruneLog, insertRef                   string
+}
+
+func newQueries(schema string) queries {
+	q := queries{schema: pgx.Identifier{schema}.Sanitize()}
+	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
+	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
+	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
+	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)
+	q.now = `SELECT clock_timestamp()`
+	// Insert, or refresh the age of equal bytes already there. A conflict
+	// whose bytes differ returns no row: the caller re-hashes them.
+	q.put = q.expand(`INSERT INTO {{S}}.objects AS o (hash, data, size, time)
+		VALUES ($1, $2::bytea, octet_length($2::bytea), clock_timestamp())
+		ON CONFLICT (hash) DO UPDATE SET time = greatest(o.time, clock_timestamp())
+		WHERE o.data = EXCLUDED.data
+		RETURNING hash`)
+	q.putMany = q.expand(`INSERT INTO {{S}}.objects AS o (hash, data, size, time)
+		SELECT u.h, u.d, octet_length(u.d), clock_timestamp()
+		FROM unnest($1::bigint[], $2::bytea[]) WITH ORDINALITY AS u(h, d, i)
+		ORDER BY u.i
+		ON CONFLICT (hash) DO UPDATE SET time = greatest(o.time, clock_timestamp())
+		WHERE o.data = EXCLUDED.data
+		RETURNING hash`)
+	q.lockObject = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1 FOR UPDATE`)
+	q.healObject = q.expand(`UPDATE {{S}}.objects SET data = $2::bytea, size = octet_length($2::bytea), time = clock_timestamp()
+		WHERE hash = $1`)
+	q.allFirst = q.expand(`SELECT hash, size, time FROM {{S}}.objects ORDER BY hash LIMIT $1`)
+	q.allNext = q.expand(`SELECT hash, size, time FROM {{S}}.objects WHERE hash > $2 ORDER BY hash LIMIT $1`)
+
+	// refs
+	q.getRef = q.expand(`SELECT hash FROM {{S}}.refs WHERE name = $1`)
+	q.getRefForUpdate = q.expand(`SELECT hash FROM {{S}}.refs WHERE name = $1 FOR UPDATE`)
+	q.listFirst = q.expand(`SELECT name, hash FROM {{S}}.refs WHERE name >= $2 AND name < $3 ORDER BY name LIMIT $1`)
+	q.listNext = q.expand(`SELECT name, hash FROM {{S}}.refs WHERE name > $2 AND name < $3 ORDER BY name LIMIT $1`)
+	q.logsFirst = q.expand(`SELECT DISTINCT name FROM {{S}}.ref_log ORDER BY name LIMIT $1`)
+	q.logsNext = q.expand(`SELECT DISTINCT name FROM {{S}}.ref_log WHERE name > $2 ORDER BY name LIMIT $1`)
+	// A move and a delete are compare-and-swaps on the row, each with its
+	// log row in the same statement (one transaction). The log time is
+	// read after the row lock is granted, so one ref's entries have
+	// non-decreasing times in id order.
+	q.move = q.expand(`WITH u AS (
+			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint RETURNING name
+		)
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
+		RETURNING id`)
+	q.del = q.expand(`WITH d AS (
+			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
+		)
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT d.name, $2::bigint, 0, ` + nowMS + `, $3::text FROM d
+		RETURNING id`)
+	q.create = q.expand(`WITH i AS (
+			INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)
+			ON CONFLICT DO NOTHING
+			RETURNING name
+		)
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT i.name, 0, $2::bigint, ` + nowMS + `, $3::text FROM i
+		RETURNING id`)
+	// The first live ref, in name order, whose name clashes with $1 (lower
+	// case $2): the same in another case, a folder of it ($3: its lower-case
+	// folders), or below it. '0' is the byte after '/'.
+	q.clash = q.expand(`SELECT name FROM {{S}}.refs
+		WHERE (lower_name = $2::text AND name <> $1::text)
+		   OR lower_name = ANY ($3::text[])
+		   OR (lower_name >= $2 || '/' AND lower_name < $2 || '0')
+		ORDER BY name LIMIT 1`)
+	q.readLog = q.expand(`SELECT old, new, time_ms, message FROM {{S}}.ref_log WHERE name = $1 ORDER BY id`)
+	q.insertRef = q.expand(`INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)`)
+	q.deleteLogs = q.expand(`DELETE FROM {{S}}.ref_log WHERE name = $1`)
+	q.lockShared = `SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::bigint[]) AS k`
+	q.lockExclusive = `SELECT pg_advisory_xact_lock($1::bigint)`
+	// Prune in one statement: per name, its newest entry, its creation
+	// entry (the last with a zero old) and its newest time; a live ref
+	// keeps the first two whatever their age, a deleted ref's log goes
+	// whole once its newest entry is old.
+	q.pruneLog = q.expand(`WITH s AS (
+			SELECT l.name,
+				max(l.id) AS newest,
+				max(l.id) FILTER (WHERE l.old = 0) AS creation,
+				EXISTS (SELECT 1 FROM {{S}}.refs r WHERE r.name = l.name) AS live
+			FROM {{S}}.ref_log l
+			GROUP BY l.name
+		), d AS (
+			DELETE FROM {{S}}.ref_log l USING s, {{S}}.ref_log n
+			WHERE l.name = s.name AND n.id = s.newest AND (
+				(NOT s.live AND n.time_ms < $1::bigint)
+				OR (l.time_ms < $1 AND NOT (s.live AND (l.id = s.newest OR l.id = s.creation)))
+			)
+			RETURNING 1
+		)
+		SELECT count(*) FROM d`)
+	return q
+}
+
+// expand replaces {{S}} in stmt with the quoted schema name.
+func (q queries) expand(stmt string) string { return strings.ReplaceAll(stmt, "{{S}}", q.schema) }

@@ -88,8 +88,9 @@ func config(t *testing.T, text string) *registry.Config {
 
 var reviewLoopPath = []string{"planner:done", "developer:done", "reviewer:rejected", "developer:done", "reviewer:approved", "mark:done"}
 
-func TestRunSynthReviewLoop(t *testing.T) {
-	te := newTEnv(t)
+func TestRunSynthReviewLoop(t *testing.T) { testRunSynthReviewLoop(t, newTEnv(t)) }
+
+func testRunSynthReviewLoop(t *testing.T, te *tenv) {
 	wf := te.reviewLoop()
 	var events []string
 	id, rs, err := te.e.Run(te.ctx, wf, "Add a --json flag", t.TempDir(), &thread.RunOptions{Agent: "synth",
@@ -120,8 +121,9 @@ func TestRunSynthReviewLoop(t *testing.T) {
 	}
 }
 
-func TestReplayIntoFork(t *testing.T) {
-	te := newTEnv(t)
+func TestReplayIntoFork(t *testing.T) { testReplayIntoFork(t, newTEnv(t)) }
+
+func testReplayIntoFork(t *testing.T, te *tenv) {
 	wf := te.reviewLoop()
 	src, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
 	if err != nil {
@@ -158,8 +160,9 @@ func reviewLoopWith(t *testing.T, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
-func TestReplayUnderChangedWorkflow(t *testing.T) {
-	te := newTEnv(t)
+func TestReplayUnderChangedWorkflow(t *testing.T) { testReplayUnderChangedWorkflow(t, newTEnv(t)) }
+
+func testReplayUnderChangedWorkflow(t *testing.T, te *tenv) {
 	wf := te.reviewLoop()
 	src, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
 	if err != nil {
@@ -207,8 +210,9 @@ func script(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-func TestExternalAgentEndToEnd(t *testing.T) {
-	te := newTEnv(t)
+func TestExternalAgentEndToEnd(t *testing.T) { testExternalAgentEndToEnd(t, newTEnv(t)) }
+
+func testExternalAgentEndToEnd(t *testing.T, te *tenv) {
 	wf := te.reviewLoop()
 	dir := t.TempDir()
 	// The agent saves each prompt and its environment, and answers by role;
@@ -305,7 +309,7 @@ func TestStepFailures(t *testing.T) {
 			if te.head(id) != head {
 				t.Error("the head moved")
 			}
-			fh, err := te.mem.Refs().Get(te.ctx, "failures/"+id)
+			fh, err := te.refs.Get(te.ctx, "failures/"+id)
 			if err != nil || fh != se.Failure {
 				t.Fatalf("failures/%s = %v, %v; want %v", id, fh, err, se.Failure)
 			}
@@ -333,8 +337,9 @@ func TestStepFailures(t *testing.T) {
 	}
 }
 
-func TestSuspendAndResume(t *testing.T) {
-	te := newTEnv(t)
+func TestSuspendAndResume(t *testing.T) { testSuspendAndResume(t, newTEnv(t)) }
+
+func testSuspendAndResume(t *testing.T, te *tenv) {
 	wf := te.reviewLoop()
 	dir := t.TempDir()
 	// The developer asks for a human the first time, then works.
@@ -386,8 +391,9 @@ esac
 	}
 }
 
-func TestMaxSteps(t *testing.T) {
-	te := newTEnv(t)
+func TestMaxSteps(t *testing.T) { testMaxSteps(t, newTEnv(t)) }
+
+func testMaxSteps(t *testing.T, te *tenv) {
 	wf := te.putWorkflow(reviewLoopWith(t, "maxSteps: 20", "maxSteps: 3"))
 	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
 	if err != nil {
@@ -453,8 +459,9 @@ func countSteps(roles []string) int {
 
 // TestMaxStepsLoop: a loop suspends at the limit; resume then run goes on
 // for another maxSteps; a fork made at depth 15 still gets 20 steps.
-func TestMaxStepsLoop(t *testing.T) {
-	te := newTEnv(t)
+func TestMaxStepsLoop(t *testing.T) { testMaxStepsLoop(t, newTEnv(t)) }
+
+func testMaxStepsLoop(t *testing.T, te *tenv) {
 	wf := te.putWorkflow(loopWorkflow)
 	opts := &thread.RunOptions{Config: loopAgent(t)}
 	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
@@ -534,14 +541,14 @@ func TestRemoveFailedThread(t *testing.T) {
 	if err := te.e.Remove(te.ctx, doomed); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := te.mem.Refs().Get(te.ctx, "failures/"+doomed); !errors.Is(err, cas.ErrNotFound) {
+	if _, err := te.refs.Get(te.ctx, "failures/"+doomed); !errors.Is(err, cas.ErrNotFound) {
 		t.Errorf("failures/%s after rm: %v", doomed, err)
 	}
 	te.clock.Advance(cas.DefaultLogRetention + 2*cas.DefaultGrace)
 	if _, err := te.repo.GC(te.ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	has := func(h cas.Hash) bool { ok, _ := te.mem.Has(te.ctx, h); return ok }
+	has := func(h cas.Hash) bool { ok, _ := te.st.Has(te.ctx, h); return ok }
 	if has(own) {
 		t.Error("the removed thread's own step survived")
 	}

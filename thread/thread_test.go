@@ -51,8 +51,9 @@ func (c *clock) Advance(d time.Duration) {
 type tenv struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *clock
-	mem   *cas.MemStore
+	clock *clock // the engine's clock (and the memory store's)
+	st    cas.Store
+	refs  cas.Refs
 	cnt   *countingStore
 	repo  *cas.Repo
 	e     *thread.Engine
@@ -62,23 +63,32 @@ type tenv struct {
 	ids   atomic.Uint64
 }
 
+// newTEnv returns a test environment over a memory store whose clock is
+// the test's.
 func newTEnv(t *testing.T) *tenv {
 	t.Helper()
 	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
 	mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
-	cnt := &countingStore{Store: mem}
-	repo, err := cas.Open(t.Context(), cnt, mem.Refs(), nil)
+	return newTEnvOn(t, c, mem, mem.Refs())
+}
+
+// newTEnvOn returns a test environment over any backend; the store is
+// re-hashed when the test ends.
+func newTEnvOn(t *testing.T, c *clock, st cas.Store, refs cas.Refs) *tenv {
+	t.Helper()
+	cnt := &countingStore{Store: st}
+	repo, err := cas.Open(t.Context(), cnt, refs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	te := &tenv{t: t, ctx: t.Context(), clock: c, mem: mem, cnt: cnt, repo: repo}
+	te := &tenv{t: t, ctx: t.Context(), clock: c, st: st, refs: refs, cnt: cnt, repo: repo}
 	te.e = te.engine()
 	te.wf = te.put(cas.WorkflowSchema, map[string]any{"name": "test", "roles": map[string]any{}, "graph": map[string]any{}})
 	te.out = te.put(cas.ContentSchema, "output")
 	raw := te.put(cas.ContentSchema, "---\nstatus: done\n---\nthe body")
 	d := &thread.Detail{Prompt: te.put(cas.ContentSchema, "prompt"), Raw: raw, EdgePrompt: "do it", ExitCode: 0, DurationMs: 5}
 	te.det = te.put(cas.DetailSchema, d.Payload())
-	t.Cleanup(func() { castest.Verify(t, mem) })
+	t.Cleanup(func() { castest.Verify(t, st) })
 	return te
 }
 
@@ -166,21 +176,22 @@ func (te *tenv) fastChain(n int) (string, []cas.Hash) {
 		if err != nil {
 			te.t.Fatal(err)
 		}
-		h, err := te.mem.Put(te.ctx, data)
+		h, err := te.st.Put(te.ctx, data)
 		if err != nil {
 			te.t.Fatal(err)
 		}
 		hs = append(hs, h)
 	}
-	if err := te.mem.Refs().CompareAndSwap(te.ctx, "threads/"+id, hs[0], hs[n], "fast"); err != nil {
+	if err := te.refs.CompareAndSwap(te.ctx, "threads/"+id, hs[0], hs[n], "fast"); err != nil {
 		te.t.Fatal(err)
 	}
 	return id, hs
 }
 
-func TestSkipPointers(t *testing.T) {
-	te := newTEnv(t)
-	_, hs := te.chain(2100)
+func TestSkipPointers(t *testing.T) { testSkipPointers(t, newTEnv(t)) }
+
+func testSkipPointers(t *testing.T, te *tenv) {
+	_, hs := te.fastChain(2100)
 	for d := 1; d < len(hs); d++ {
 		n, err := te.e.Node(te.ctx, hs[d])
 		if err != nil {
@@ -208,8 +219,9 @@ func TestSkipPointers(t *testing.T) {
 	}
 }
 
-func TestAncestor(t *testing.T) {
-	te := newTEnv(t)
+func TestAncestor(t *testing.T) { testAncestor(t, newTEnv(t)) }
+
+func testAncestor(t *testing.T, te *tenv) {
 	_, hs := te.fastChain(3000)
 	head := hs[len(hs)-1]
 	for _, depth := range []int{0, 1, 2, 3, 500, 951, 1024, 1025, 2047, 2999, 3000} {
@@ -234,8 +246,9 @@ func TestAncestor(t *testing.T) {
 	}
 }
 
-func TestIterators(t *testing.T) {
-	te := newTEnv(t)
+func TestIterators(t *testing.T) { testIterators(t, newTEnv(t)) }
+
+func testIterators(t *testing.T, te *tenv) {
 	_, hs := te.fastChain(2500)
 	head := hs[len(hs)-1]
 	var newest []cas.Hash
@@ -267,8 +280,9 @@ func TestIterators(t *testing.T) {
 	}
 }
 
-func TestCommitConflicts(t *testing.T) {
-	te := newTEnv(t)
+func TestCommitConflicts(t *testing.T) { testCommitConflicts(t, newTEnv(t)) }
+
+func testCommitConflicts(t *testing.T, te *tenv) {
 	id := te.start()
 	start := te.head(id)
 	// The very first commit after start works (it swaps from the start).
@@ -296,8 +310,9 @@ func TestCommitConflicts(t *testing.T) {
 	}
 }
 
-func TestConcurrentCommits(t *testing.T) {
-	te := newTEnv(t)
+func TestConcurrentCommits(t *testing.T) { testConcurrentCommits(t, newTEnv(t)) }
+
+func testConcurrentCommits(t *testing.T, te *tenv) {
 	id := te.start()
 	var wins, losses atomic.Int64
 	var wg sync.WaitGroup
@@ -392,7 +407,7 @@ func TestForkSharesPrefix(t *testing.T) {
 	if _, err := te.repo.GC(te.ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	has := func(h cas.Hash) bool { ok, _ := te.mem.Has(te.ctx, h); return ok }
+	has := func(h cas.Hash) bool { ok, _ := te.st.Has(te.ctx, h); return ok }
 	if has(f2Own) {
 		t.Error("the removed fork's own step survived GC")
 	}
@@ -406,8 +421,9 @@ func TestForkSharesPrefix(t *testing.T) {
 	}
 }
 
-func TestMarksAndStatus(t *testing.T) {
-	te := newTEnv(t)
+func TestMarksAndStatus(t *testing.T) { testMarksAndStatus(t, newTEnv(t)) }
+
+func testMarksAndStatus(t *testing.T, te *tenv) {
 	id, _ := te.chain(2)
 	if _, err := te.e.Resume(te.ctx, id, ""); !errors.Is(err, thread.ErrNotActive) {
 		t.Errorf("Resume(active, no text) = %v, want ErrNotActive", err)
@@ -443,8 +459,9 @@ func TestMarksAndStatus(t *testing.T) {
 	}
 }
 
-func TestList(t *testing.T) {
-	te := newTEnv(t)
+func TestList(t *testing.T) { testList(t, newTEnv(t)) }
+
+func testList(t *testing.T, te *tenv) {
 	var ids []string
 	for i := range 5 {
 		te.clock.Advance(time.Second)
@@ -467,8 +484,9 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestReadQuotaAndPaging(t *testing.T) {
-	te := newTEnv(t)
+func TestReadQuotaAndPaging(t *testing.T) { testReadQuotaAndPaging(t, newTEnv(t)) }
+
+func testReadQuotaAndPaging(t *testing.T, te *tenv) {
 	id, hs := te.chain(40)
 	r, err := te.e.Read(te.ctx, id, thread.ReadOptions{Quota: 600})
 	if err != nil {
@@ -520,8 +538,9 @@ func TestReadReadsLittle(t *testing.T) {
 	}
 }
 
-func TestFsckChainChecks(t *testing.T) {
-	te := newTEnv(t)
+func TestFsckChainChecks(t *testing.T) { testFsckChainChecks(t, newTEnv(t)) }
+
+func testFsckChainChecks(t *testing.T, te *tenv) {
 	id, hs := te.chain(5)
 	// A step whose depth and skip pointers are wrong.
 	bad := &thread.Step{Chain: thread.Chain{Start: hs[0], Prev: hs[5], Skip: []cas.Hash{hs[2]}, Depth: 9},

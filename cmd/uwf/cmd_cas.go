@@ -30,6 +30,8 @@ func casCommand() *cli.Command {
 			casFsckCommand(),
 			casSchemaCommand(),
 			casRefCommand(),
+			casExportCommand(),
+			casImportCommand(),
 		},
 	}
 }

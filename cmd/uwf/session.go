@@ -17,6 +17,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/cas/postgres"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -73,13 +74,12 @@ func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
 	}
 }
 
-// errNoPostgres is returned for a postgres:// store URL (exit status 1).
-var errNoPostgres = errors.New("the PostgreSQL backend is not available in this build yet")
 
 // storeLocation is a parsed --store URL.
 type storeLocation struct {
 	dir        string // the disk store's directory
 	durability string // from ?durability=, "" if absent
+	postgres   string // a PostgreSQL connection URL, if the store is one
 }
 
 // parseStoreURL reads the store URL forms of docs/CLI.md: a plain path or
@@ -90,7 +90,7 @@ func parseStoreURL(raw string) (storeLocation, error) {
 	lower := strings.ToLower(raw)
 	switch {
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		return storeLocation{}, fmt.Errorf("store %s: %w", redactURL(raw), errNoPostgres)
+		return storeLocation{postgres: raw}, nil
 	case strings.HasPrefix(lower, "file://"):
 		rest := raw[len("file://"):]
 		path, query, _ := strings.Cut(rest, "?")
@@ -158,13 +158,12 @@ func (s *session) location() (storeLocation, error) {
 		raw = filepath.Join(home, "store")
 	}
 	loc, err := parseStoreURL(raw)
-	if errors.Is(err, errNoPostgres) {
-		return storeLocation{}, err
-	}
 	if err != nil {
 		return storeLocation{}, &usageError{cmd: s.cmd, err: err}
 	}
-	loc.dir = expandTilde(loc.dir)
+	if loc.postgres == "" {
+		loc.dir = expandTilde(loc.dir)
+	}
 	return loc, nil
 }
 
@@ -194,6 +193,9 @@ func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err e
 	loc, err := s.location()
 	if err != nil {
 		return nil, nil, err
+	}
+	if loc.postgres != "" {
+		return s.openPostgres(ctx, loc.postgres)
 	}
 	// --durability (or UWF_DURABILITY) wins over the URL's ?durability=.
 	var d disk.Durability
@@ -249,4 +251,21 @@ func (s *session) storeURL() string {
 		return ""
 	}
 	return filepath.Join(home, "store")
+}
+
+// openPostgres opens a PostgreSQL store (--durability does not apply: the
+// server's own settings decide).
+func (s *session) openPostgres(ctx context.Context, url string) (*cas.Repo, func(), error) {
+	name := redactURL(url)
+	st, err := postgres.Open(ctx, url, &postgres.Options{Logger: s.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	s.log.Debug("opened store", "postgres", name)
+	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: s.log})
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	return repo, st.Close, nil
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+func casExportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write the store, or part of it, as a tar to stdout",
+		ArgsUsage: "[<ref|hash>...] > f.tar",
+		Description: `Writes a tar (docs/FORMAT.md): objects/<hash> with each object's canonical
+bytes, children before parents and the meta-schema first; refs/<name> with
+each ref's hash; logs/<name>.jsonl with each ref's log, deleted refs' logs
+included. With no arguments everything is exported; with refs or hashes,
+their closure, those refs and their logs. Two exports of one store are
+byte-identical. A summary goes to stderr. Refuses to write to a terminal.`,
+		Action: withSession(func(c *cli.Context, s *session) error {
+			return runExport(c.Context, c.App.Writer, c.App.ErrWriter, s, c.Args().Slice())
+		}),
+	}
+}
+
+func casImportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "read a tar made by export into the store",
+		ArgsUsage: "[--force] < f.tar",
+		Description: `Verifies every object (hash, canonical form, schema, edges) as it stores it;
+creates missing refs with their logs as they are; leaves refs already at
+the tar's value alone; reports refs that differ (exit 4) unless --force
+moves them (logging "import --force"). Importing twice changes nothing.
+Prints what it did; with --json, one object.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "force", Usage: "move refs that differ to the tar's value"},
+		},
+		Action: withSession(func(c *cli.Context, s *session) error {
+			if err := wantArgs(c, 0, 0, ""); err != nil {
+				return err
+			}
+			return runImport(c.Context, c.App.Writer, s, c.Bool("force"))
+		}),
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []string) error {
+	if s.json {
+		return usageErrorf(s.cmd, "--json cannot be combined with export (the tar goes to stdout)")
+	}
+	for _, r := range roots {
+		if cas.ValidateRefName(r) != nil {
+			if _, err := cas.ParseHash(r); err != nil {
+				return usageErrorf(s.cmd, "invalid root %q: neither a ref name nor a hash", r)
+			}
+		}
+	}
+	if isTerminal(w) {
+		return usageErrorf(s.cmd, "refusing to write a tar to a terminal: redirect stdout to a file")
+	}
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	st, err := cas.Export(ctx, repo, w, roots)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(errw, "exported %d objects (%d bytes), %d refs, %d logs (%d entries)\n",
+		st.Objects, st.Bytes, st.Refs, st.Logs, st.LogEntries)
+	return err
+}
+
+func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rep, err := cas.Import(ctx, repo, s.stdin, &cas.ImportOptions{Force: force})
+	if rep == nil {
+		return err
+	}
+	if s.json {
+		type conflict struct {
+			Name     string     `json:"name"`
+			Current  hashOrNull `json:"current"`
+			Imported cas.Hash   `json:"imported"`
+			Clash    string     `json:"clash,omitempty"`
+		}
+		out := struct {
+			Objects     int        `json:"objects"`
+			Bytes       int64      `json:"bytes"`
+			Created     []string   `json:"created"`
+			Unchanged   []string   `json:"unchanged"`
+			Forced      []string   `json:"forced"`
+			Conflicts   []conflict `json:"conflicts"`
+			Logs        int        `json:"logs"`
+			LogsSkipped []string   `json:"logsSkipped"`
+		}{rep.Objects, rep.Bytes, nonNil(rep.Created), nonNil(rep.Unchanged), nonNil(rep.Forced), []conflict{}, rep.Logs, nonNil(rep.LogsSkipped)}
+		for _, c := range rep.Conflicts {
+			out.Conflicts = append(out.Conflicts, conflict{c.Name, hashOrNull(c.Current), c.Imported, c.Clash})
+		}
+		if werr := writeJSON(w, out); werr != nil {
+			return werr
+		}
+	} else {
+		fmt.Fprintf(w, "objects:   %d (%d bytes)\n", rep.Objects, rep.Bytes)
+		fmt.Fprintf(w, "created:   %d%s\n", len(rep.Created), list(rep.Created))
+		fmt.Fprintf(w, "unchanged: %d\n", len(rep.Unchanged))
+		fmt.Fprintf(w, "forced:    %d%s\n", len(rep.Forced), list(rep.Forced))
+		fmt.Fprintf(w, "logs of deleted refs: %d merged, %d skipped%s\n", rep.Logs, len(rep.LogsSkipped), list(rep.LogsSkipped))
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(w, "conflict:  %s\n", c)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, cas.ErrConflict) && len(rep.Conflicts) > 0 {
+			return fmt.Errorf("import: %d refs differ from the tar's (use --force to move them): %w", len(rep.Conflicts), err)
+		}
+		return err
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	if len(names) > 10 {
+		return " (" + strings.Join(names[:10], ", ") + ", ...)"
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/thread"
+)
+
+// postgresURL returns the test database, or skips the test.
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("UWF_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
+	}
+	return url
+}
+
+// freshSchema returns url with a new SQL schema of its own.
+func freshSchema(url string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%sschema=t%d", url, sep, time.Now().UnixNano())
+}
+
+// workerSession is a session on store (a path or a URL), as a worker
+// process or a test uses it.
+func workerSession(home, store string) *session {
+	return &session{cmd: "worker", home: home, store: store, durability: "none", log: slog.New(slog.DiscardHandler)}
+}
+
+// stepWorker is a worker process (UWF_TEST_WORKER=1): it steps the threads
+// named in args (after the store) with the synth agent until all are no
+// longer active, treating a lost race as nothing but a retry. It prints the
+// steps it committed.
+func stepWorker(args []string) error {
+	ctx := context.Background()
+	s := workerSession(os.Getenv("UWF_HOME"), args[0])
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	e := thread.New(repo, nil)
+	ids := args[1:]
+	committed, conflicts := 0, 0
+	for {
+		active := 0
+		for _, id := range ids {
+			info, err := e.Show(ctx, id)
+			if err != nil {
+				return err
+			}
+			if info.Status != thread.StatusActive {
+				continue
+			}
+			active++
+			_, err = e.Step(ctx, id, &thread.RunOptions{Agent: "synth"})
+			switch {
+			case err == nil:
+				committed++
+			case errors.Is(err, cas.ErrConflict):
+				conflicts++
+			case errors.Is(err, thread.ErrNotActive):
+			default:
+				return err
+			}
+		}
+		if active == 0 {
+			fmt.Println(committed, conflicts)
+			return nil
+		}
+	}
+}
+
+// countWorkerArgs is how many of a worker process's arguments are its own:
+// all after "-test.run=^$".
+func countWorkerArgs() int {
+	for i, a := range os.Args {
+		if a == "-test.run=^$" {
+			return len(os.Args) - i - 1
+		}
+	}
+	return 0
+}
+
+// runWorkers starts n worker processes on store over ids, rotated so they
+// collide, and waits for them; it returns the steps committed.
+func runWorkers(t *testing.T, home, store string, ids []string, n int) int {
+	t.Helper()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for w := range n {
+		rot := append(slices.Clone(ids[w*len(ids)/n:]), ids[:w*len(ids)/n]...)
+		cmd := exec.CommandContext(t.Context(), os.Args[0], append([]string{"-test.run=^$", store}, rot...)...)
+		cmd.Env = append(os.Environ(), "UWF_TEST_WORKER=1", "UWF_HOME="+home)
+		var o bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &o
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &o)
+	}
+	total := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, outs[i])
+		}
+		var c, k int
+		if _, err := fmt.Sscan(outs[i].String(), &c, &k); err != nil {
+			t.Fatalf("worker %d printed %q", i, outs[i])
+		}
+		total += c
+	}
+	return total
+}
+
+// workload starts 100 review-loop threads on store, has 8 worker processes
+// step them all to the end, and checks every chain.
+func workload(t *testing.T, store string) {
+	ctx := t.Context()
+	home := t.TempDir()
+	s := workerSession(home, store)
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	e := thread.New(repo, nil)
+	data, _ := examples.FS.ReadFile("review-loop.yaml")
+	wf, err := registry.Parse("review-loop.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Registry().Put(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 100
+	if testing.Short() {
+		n = 20
+	}
+	var ids []string
+	for i := range n {
+		id, _, err := e.Start(ctx, res.Hash, fmt.Sprintf("task %d", i), "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	began := time.Now()
+	committed := runWorkers(t, home, store, ids, 8)
+	took := time.Since(began)
+	want := []string{"planner:done", "developer:done", "reviewer:rejected", "developer:done", "reviewer:approved", "mark:done"}
+	for _, id := range ids {
+		head, err := e.Head(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		depth := 0
+		for n, err := range e.OldestFirst(ctx, head) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Depth() != depth {
+				t.Fatalf("thread %s: depth %d after %d", id, n.Depth(), depth-1)
+			}
+			depth++
+			switch n.Kind {
+			case thread.KindStep:
+				out, err := repo.Get(ctx, n.Step.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, n.Step.Role+":"+out.Payload.(map[string]any)["status"].(string))
+			case thread.KindMark:
+				got = append(got, "mark:"+n.Mark.Mark)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("thread %s: %q, want %q (a step lost or duplicated)", id, got, want)
+		}
+		log, _ := e.Log(ctx, id)
+		if len(log) != len(want)+1 {
+			t.Errorf("thread %s: %d log entries, want %d", id, len(log), len(want)+1)
+		}
+	}
+	if committed != n*len(want) {
+		t.Errorf("workers committed %d steps and marks, want %d", committed, n*len(want))
+	}
+	rep, err := repo.Fsck(ctx, thread.FsckOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		t.Errorf("fsck: %s", p)
+	}
+	t.Logf("8 workers, %d threads: %d commits in %s: %.0f commits/s", n, committed, took.Round(time.Millisecond), float64(committed)/took.Seconds())
+}
+
+// TestWorkersDisk: 8 worker processes step 100 threads of one disk store
+// concurrently: no step lost or duplicated, every chain linear, fsck clean.
+func TestWorkersDisk(t *testing.T) {
+	workload(t, filepath.Join(t.TempDir(), "store"))
+}
+
+// TestWorkersPostgres: the same workload on one PostgreSQL store.
+func TestWorkersPostgres(t *testing.T) {
+	workload(t, freshSchema(postgresURL(t)))
+}
+
+// objectList returns every object of a store and its bytes, sorted.
+func objectList(t *testing.T, repo *cas.Repo) []string {
+	t.Helper()
+	var out []string
+	for o, err := range repo.Store().All(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := repo.Store().Get(t.Context(), o.Hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o.Hash.String()+" "+string(data))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refsAndLogs returns every ref and every log (the built-in schema refs'
+// logs left out: each store writes its own when it is created).
+func refsAndLogs(t *testing.T, repo *cas.Repo) []string {
+	t.Helper()
+	var out []string
+	for r, err := range repo.Refs().List(t.Context(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, "ref "+r.Name+" "+r.Hash.String())
+	}
+	for name, err := range repo.Refs().Logs(t.Context()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(name, "schemas/") && cas.IsBuiltinName(strings.TrimPrefix(name, "schemas/")) {
+			continue
+		}
+		entries, err := repo.Refs().Log(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			out = append(out, fmt.Sprintf("log %s %s %s %d %q", name, e.Old, e.New, e.Time, e.Message))
+		}
+	}
+	return out
+}
+
+// TestExportDiskPostgresExport: a disk store exported, imported into
+// PostgreSQL and exported again: the same objects, refs and logs; fsck clean
+// on both.
+func TestExportDiskPostgresExport(t *testing.T) {
+	pg := freshSchema(postgresURL(t))
+	e := newEnv(t)
+	e.ok("", "demo", "--home", e.home)
+	e.ok("", "thread", "rm", strings.Fields(e.ok("", "thread", "list"))[0]) // a deleted ref's log too
+	var tar1 bytes.Buffer
+	r := e.runContext(t.Context(), strings.NewReader(""), "cas", "export")
+	if r.code != 0 {
+		t.Fatalf("export: %v", r)
+	}
+	tar1.WriteString(r.stdout)
+	r = e.runContext(t.Context(), bytes.NewReader(tar1.Bytes()), "--store", pg, "cas", "import")
+	if r.code != 0 {
+		t.Fatalf("import into PostgreSQL: %v", r)
+	}
+	r = e.runContext(t.Context(), strings.NewReader(""), "--store", pg, "cas", "export")
+	if r.code != 0 {
+		t.Fatalf("export from PostgreSQL: %v", r)
+	}
+	disk, closeDisk, err := workerSession(e.home, "").open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDisk()
+	pgRepo, closePG, err := workerSession(e.home, pg).open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closePG()
+	if a, b := objectList(t, disk), objectList(t, pgRepo); !slices.Equal(a, b) {
+		t.Errorf("objects differ: disk %d, PostgreSQL %d", len(a), len(b))
+	}
+	if a, b := refsAndLogs(t, disk), refsAndLogs(t, pgRepo); !slices.Equal(a, b) {
+		t.Errorf("refs and logs differ:\ndisk:\n%s\nPostgreSQL:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	for _, store := range []string{"", pg} {
+		args := []string{"cas", "fsck"}
+		if store != "" {
+			args = append([]string{"--store", store}, args...)
+		}
+		if out := e.ok("", args...); !strings.HasSuffix(out, ": 0 problems\n") {
+			t.Errorf("fsck %s: %s", store, out)
+		}
+	}
+	// Importing again changes nothing.
+	r = e.runContext(t.Context(), bytes.NewReader(tar1.Bytes()), "--store", pg, "cas", "import", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"created":[]`) {
+		t.Errorf("second import: %v", r)
+	}
+}

@@ -1,0 +1,79 @@
+package thread_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/cas/postgres"
+)
+
+// TestBackends runs the thread tests that take a store against the disk
+// store and, when UWF_TEST_POSTGRES is set, against PostgreSQL; the plain
+// tests run them against the memory store. (Tests that move the store's
+// clock to exercise GC run on the memory store only.)
+func TestBackends(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *tenv)
+	}{
+		{"SkipPointers", testSkipPointers},
+		{"Ancestor", testAncestor},
+		{"Iterators", testIterators},
+		{"CommitConflicts", testCommitConflicts},
+		{"ConcurrentCommits", testConcurrentCommits},
+		{"MarksAndStatus", testMarksAndStatus},
+		{"List", testList},
+		{"ReadQuotaAndPaging", testReadQuotaAndPaging},
+		{"FsckChainChecks", testFsckChainChecks},
+		{"RunSynthReviewLoop", testRunSynthReviewLoop},
+		{"ReplayIntoFork", testReplayIntoFork},
+		{"ReplayUnderChangedWorkflow", testReplayUnderChangedWorkflow},
+		{"ExternalAgentEndToEnd", testExternalAgentEndToEnd},
+		{"SuspendAndResume", testSuspendAndResume},
+		{"MaxSteps", testMaxSteps},
+		{"MaxStepsLoop", testMaxStepsLoop},
+	}
+	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
+		"disk": func(t *testing.T) (cas.Store, cas.Refs) {
+			st, err := disk.Create(filepath.Join(t.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st, st.Refs()
+		},
+		"postgres": func(t *testing.T) (cas.Store, cas.Refs) {
+			url := os.Getenv("UWF_TEST_POSTGRES")
+			if url == "" {
+				t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
+			}
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			st, err := postgres.Open(t.Context(), fmt.Sprintf("%s%sschema=thread%d", url, sep, time.Now().UnixNano()), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			return st, st.Refs()
+		},
+	}
+	for _, backend := range []string{"disk", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					st, refs := backends[backend](t)
+					c := &clock{t: time.Now().UTC()}
+					tc.fn(t, newTEnvOn(t, c, st, refs))
+				})
+			}
+		})
+	}
+}

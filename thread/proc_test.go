@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -93,6 +94,9 @@ func helper(mode string, args []string) error {
 	out, _ := repo.Put(ctx, cas.ContentSchema, "output")
 	det, _ := repo.Put(ctx, cas.ContentSchema, "detail")
 	n, _ := strconv.Atoi(args[2])
+	if mode == "crash" {
+		fmt.Println("ready") // the parent kills at a random point from now on
+	}
 	wins, losses := 0, 0
 	for i := 0; mode == "crash" || i < n; i++ {
 		won, err := commitOnce(ctx, e, repo, args[1], fmt.Sprintf("p%d", os.Getpid()), out, det)
@@ -246,10 +250,22 @@ func TestCommitCrash(t *testing.T) {
 		cmd.Env = append(os.Environ(), "UWF_THREAD_HELPER=crash")
 		var o strings.Builder
 		cmd.Stderr = &o
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(20_000+rng.IntN(100_000)) * time.Microsecond)
+		// Wait until the helper is committing, then kill it at a random
+		// point of its loop.
+		ready := make([]byte, 6)
+		if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: the helper did not start: %q %v %s", round, ready, err, o.String())
+		}
+		time.Sleep(time.Duration(rng.IntN(40_000)) * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		if strings.Contains(o.String(), "helper:") {

@@ -97,8 +97,8 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 	}
 	defer closeStore()
 	rep, err := cas.Import(ctx, repo, s.stdin, &cas.ImportOptions{Force: force})
-	if rep == nil {
-		return err
+	if rep == nil || err != nil && !errors.Is(err, cas.ErrConflict) {
+		return err // a bad tar: nothing to report beyond the error
 	}
 	if s.json {
 		type conflict struct {
@@ -133,13 +133,7 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 			fmt.Fprintf(w, "conflict:  %s\n", c)
 		}
 	}
-	if err != nil {
-		if errors.Is(err, cas.ErrConflict) && len(rep.Conflicts) > 0 {
-			return fmt.Errorf("import: %d refs differ from the tar's (use --force to move them): %w", len(rep.Conflicts), err)
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 func nonNil(s []string) []string {

@@ -67,7 +67,7 @@ func TestProcessExitCodes(t *testing.T) {
 		{[]string{"cas", "has", "EYHPV6X8XHTCS"}, 3, "no\n", ""},
 		{[]string{"cas", "get", "nothash"}, 2, "", `uwf: invalid hash "nothash"`},
 		{[]string{"cas", "nope"}, 2, "", `uwf: unknown subcommand "nope"`},
-		{[]string{"--store", "postgres://x/y", "cas", "fsck"}, 1, "", "uwf: store postgres://x/y: the PostgreSQL backend"},
+		{[]string{"--store", "postgres://uwf:secret@127.0.0.1:1/uwf?connect_timeout=5", "cas", "fsck"}, 1, "", "uwf: open store postgres://uwf:xxxxx@127.0.0.1:1/uwf"},
 	} {
 		cmd := uwfProcess(t, home, tc.args...)
 		var o, e bytes.Buffer

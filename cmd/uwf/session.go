@@ -74,7 +74,6 @@ func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
 	}
 }
 
-
 // storeLocation is a parsed --store URL.
 type storeLocation struct {
 	dir        string // the disk store's directory

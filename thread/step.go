@@ -89,6 +89,16 @@ type StepResult struct {
 	Role   string // the role that ran ("" for a done mark or a maxSteps suspension)
 	Agent  string
 	Status string // the output's status
+	// Timings says where the step's time went.
+	Timings Timings
+}
+
+// Timings break a step's time down: Context (reading the head, the chain
+// back to the last step, the workflow, routing, the thread so far, the
+// prompt), Agent (the agent's runs), Extract (reading its output), Store
+// (putting the step's nodes, one flush point) and Commit (moving the head).
+type Timings struct {
+	Context, Agent, Extract, Store, Commit time.Duration
 }
 
 // StepError is a step that failed: the agent failed, or its output could
@@ -270,6 +280,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 	if opts == nil {
 		opts = &RunOptions{}
 	}
+	began := time.Now()
 	id, err := ParseID(id)
 	if err != nil {
 		return nil, err
@@ -342,7 +353,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
 		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
 	}
-	return e.runRole(ctx, id, head, pos, lw, d, opts)
+	return e.runRole(ctx, id, head, pos, lw, d, opts, began)
 }
 
 func (e *Engine) progress(opts *RunOptions, ev Event) {
@@ -353,7 +364,8 @@ func (e *Engine) progress(opts *RunOptions, ev Event) {
 }
 
 // runRole runs the agent for decision d and commits its step.
-func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *position, lw *loadedWorkflow, d moderator.Decision, opts *RunOptions) (*StepResult, error) {
+func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *position, lw *loadedWorkflow, d moderator.Decision, opts *RunOptions, began time.Time) (*StepResult, error) {
+	var tm Timings
 	wf := lw.wf
 	role, ok := wf.Roles[d.Role]
 	schemaHash, ok2 := lw.schemas[d.Role]
@@ -415,9 +427,14 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	for attempt := 0; ; attempt++ {
 		prompt = agent.Assemble(parts)
 		req.Prompt, req.Attempt = prompt, attempt
+		if attempt == 0 {
+			tm.Context = time.Since(began)
+		}
 		e.progress(opts, Event{Type: EventRunning, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Elapsed: e.now().Sub(started)})
 		var rerr error
+		t0 := time.Now()
 		res, rerr = ag.Run(ctx, req)
+		tm.Agent += time.Since(t0)
 		if rerr != nil {
 			var re *agent.RunError
 			if errors.As(rerr, &re) && res == nil {
@@ -430,7 +447,9 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 			break
 		}
 		var xerr error
+		t0 = time.Now()
 		out, xerr = extract.Extract(ctx, res.Raw, schema, llm)
+		tm.Extract += time.Since(t0)
 		if xerr == nil {
 			break
 		}
@@ -482,17 +501,23 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	step := &Step{Chain: c, Role: d.Role, Output: outHash, Detail: detHash, Agent: ag.Name(),
 		StartedAt: started.UnixMilli(), CompletedAt: completed.UnixMilli()}
 	nodes = append(nodes, outNode, detNode, cas.Node{Type: cas.StepSchema, Payload: step.Payload()})
+	t0 := time.Now()
 	hs, err := e.repo.PutNodes(ctx, nodes)
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
 	}
+	tm.Store = time.Since(t0)
 	stepHash := hs[len(hs)-1]
+	t0 = time.Now()
 	if err := e.Commit(ctx, id, stepHash, "step "+d.Role); err != nil {
 		return nil, err
 	}
+	tm.Commit = time.Since(t0)
+	e.log.Debug("step timings", "thread", id, "role", d.Role, "context", tm.Context, "agent", tm.Agent,
+		"extract", tm.Extract, "store", tm.Store, "commit", tm.Commit)
 	status, _ := out.Value.(map[string]any)["status"].(string)
 	e.progress(opts, Event{Type: EventStep, Thread: id, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Head: stepHash, Elapsed: completed.Sub(started)})
-	return &StepResult{Thread: id, Kind: EventStep, Head: stepHash, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status}, nil
+	return &StepResult{Thread: id, Kind: EventStep, Head: stepHash, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Timings: tm}, nil
 }
 
 // detailNodes builds the content nodes of one run and its detail payload;

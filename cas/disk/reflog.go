@@ -193,7 +193,7 @@ func readTail(f atomicfile.File, size int64) (tail, error) {
 // is (nil, false, nil).
 func (r *Refs) readLog(lower string, cur cas.Hash) ([]logLine, bool, error) {
 	path := r.logPath(lower)
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, false, nil
 	}

@@ -176,7 +176,7 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 			if d.IsDir() {
 				return ctx.Err()
 			}
-			b, err := os.ReadFile(p)
+			b, err := readFile(p)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}

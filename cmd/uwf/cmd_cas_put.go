@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/rawfile"
 )
 
 func casPutCommand() *cli.Command {
@@ -114,22 +115,23 @@ func readInput(stdin io.Reader, file string, limit int64) ([]byte, error) {
 	if file == "-" {
 		return cas.ReadLimited(stdin, limit)
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	if fi.IsDir() {
+	// A regular file is read with plain system calls (many small files are
+	// read by put --batch); anything else through an *os.File.
+	data, size, f, err := rawfile.ReadFile(file, limit)
+	if errors.Is(err, syscall.EISDIR) {
 		return nil, errors.New("is a directory")
 	}
-	if fi.Mode().IsRegular() && fi.Size() > limit {
-		return nil, fmt.Errorf("%w: the file is %d bytes, the limit is %d", cas.ErrTooLarge, fi.Size(), limit)
+	if err != nil {
+		return nil, unwrapPath(err)
 	}
-	data, err := cas.ReadLimited(f, limit)
+	if f == nil {
+		if data == nil {
+			return nil, fmt.Errorf("%w: the file is %d bytes, the limit is %d", cas.ErrTooLarge, size, limit)
+		}
+		return data, nil
+	}
+	defer f.Close()
+	data, err = cas.ReadLimited(f, limit)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
@@ -250,13 +252,15 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 		case "-":
 			it.err = errors.New(`"-" (stdin) cannot be a batch entry`)
 		default:
+			var data []byte
 			var payload any
-			if payload, it.err = readPayload(nil, it.path, limit); it.err == nil {
+			if data, it.err = readInput(nil, it.path, limit); it.err == nil {
+				payload, it.err = decodeInput(it.path, data)
+			}
+			if it.err == nil {
 				it.node = len(nodes)
 				nodes = append(nodes, cas.Node{Type: typ, Payload: payload})
-				if fi, err := os.Stat(it.path); err == nil {
-					chunkBytes += fi.Size()
-				}
+				chunkBytes += int64(len(data))
 			}
 		}
 		items = append(items, it)

@@ -31,14 +31,6 @@ func bigBench(b *testing.B) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if benchRoot != "" {
-		os.RemoveAll(benchRoot)
-	}
-	os.Exit(code)
-}
-
 // fixture is a disk store holding one workflow, output and detail node for
 // steps to name.
 type fixture struct {

@@ -230,19 +230,6 @@ func (e *Engine) Commit(ctx context.Context, id string, h cas.Hash, message stri
 	return nil
 }
 
-// appendMark adds a mark after the thread's current head.
-func (e *Engine) appendMark(ctx context.Context, id string, kind, reason string, detail cas.Hash) (cas.Hash, error) {
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	hn, err := e.Node(ctx, head)
-	if err != nil {
-		return 0, err
-	}
-	return e.appendMarkAfter(ctx, id, hn, kind, reason, detail)
-}
-
 func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash) (cas.Hash, error) {
 	c, err := e.next(ctx, head)
 	if err != nil {

@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchRoot != "" { // the big benchmark fixtures (bench_test.go)
+		os.RemoveAll(benchRoot)
+	}
+	os.Exit(code)
 }
 
 // diskRepo opens a Repo over the disk store in dir.

@@ -144,6 +144,12 @@ func (r *Registry) Load(ctx context.Context, h cas.Hash) (*Workflow, error) {
 	return s.Workflow, nil
 }
 
+// LoadStored is [Registry.Load] with what is stored around the workflow:
+// its payload and the hash of each role's schema node.
+func (r *Registry) LoadStored(ctx context.Context, h cas.Hash) (*Stored, error) {
+	return r.load(ctx, h)
+}
+
 func (r *Registry) load(ctx context.Context, h cas.Hash) (*Stored, error) {
 	n, err := r.repo.Get(ctx, h)
 	if err != nil {

@@ -128,23 +128,11 @@ type loadedWorkflow struct {
 }
 
 func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow, error) {
-	wf, err := e.reg.Load(ctx, h)
+	st, err := e.reg.LoadStored(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", h, err)
 	}
-	n, err := e.repo.Get(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	lw := &loadedWorkflow{hash: h, wf: wf, schemas: map[string]cas.Hash{}}
-	roles, _ := n.Payload.(map[string]any)["roles"].(map[string]any)
-	for name, r := range roles {
-		fm, _ := r.(map[string]any)["frontmatter"].(string)
-		if lw.schemas[name], err = cas.ParseCanonicalHash(fm); err != nil {
-			return nil, fmt.Errorf("workflow %s: role %s: %w", h, name, err)
-		}
-	}
-	return lw, nil
+	return &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}, nil
 }
 
 // position is what the step loop needs to know about where a thread is.

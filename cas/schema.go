@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/uncaged/uwf/internal/roleschema"
 )
 
 // Draft2020 is the only JSON Schema dialect uwf accepts as a "$schema".
@@ -370,7 +372,7 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Viola
 		if v.SchemaPath == "" {
 			v.SchemaPath = "/"
 		}
-		v.Value, _ = lookupPointer(payload, ve.InstanceLocation)
+		v.Value, _ = roleschema.Lookup(payload, ve.InstanceLocation)
 		for _, o := range *out {
 			if o.Path == v.Path && o.SchemaPath == v.SchemaPath && o.Message == v.Message {
 				return
@@ -382,32 +384,6 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Viola
 	for _, c := range ve.Causes {
 		collectViolations(c, payload, out)
 	}
-}
-
-// lookupPointer returns the value at a JSON pointer.
-func lookupPointer(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[seg]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
 }
 
 func escapePointer(s string) string {

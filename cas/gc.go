@@ -215,6 +215,11 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 type root struct {
 	hash Hash
 	from string
+	// logOnly: named by a ref-log entry. Such a node may be gone for good:
+	// a GC with a shorter retention collected it, while pruning kept the
+	// entry (a live ref's creation and newest entries stay). It is then
+	// skipped, not an error.
+	logOnly bool
 }
 
 // refRoots lists every ref's target and every node named by a log entry at
@@ -245,7 +250,7 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 			}
 			for _, h := range []Hash{e.Old, e.New} {
 				if !h.IsZero() {
-					roots = append(roots, root{hash: h, from: "the log of ref " + name})
+					roots = append(roots, root{hash: h, from: "the log of ref " + name, logOnly: true})
 				}
 			}
 		}
@@ -264,10 +269,21 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 	}
 	var stack []item
 	for i, rt := range roots {
-		if _, ok := marked[rt.hash]; !ok {
-			marked[rt.hash] = struct{}{}
-			stack = append(stack, item{rt.hash, i})
+		if _, ok := marked[rt.hash]; ok {
+			continue
 		}
+		if rt.logOnly {
+			ok, err := r.st.Has(ctx, rt.hash)
+			if err != nil {
+				return nil, fmt.Errorf("node %s (from %s): %w", rt.hash, rt.from, err)
+			}
+			if !ok {
+				r.log.Debug("gc: a log entry names a node collected before", "hash", rt.hash, "from", rt.from)
+				continue
+			}
+		}
+		marked[rt.hash] = struct{}{}
+		stack = append(stack, item{rt.hash, i})
 	}
 	for n := 0; len(stack) > 0; n++ {
 		if n%1024 == 0 {

@@ -304,3 +304,26 @@ func TestGCWaitsForWriters(t *testing.T) {
 		t.Errorf("after GC: the new node present %v, its edge present %v; want both", f.has(h), f.has(body))
 	}
 }
+
+// TestGCAfterShortRetention: after a GC with a short log retention, the
+// entries pruning keeps (a live ref's creation and newest entries) may name
+// collected nodes; a later GC with the default retention skips them instead
+// of refusing to run.
+func TestGCAfterShortRetention(t *testing.T) {
+	f := newFixture(t)
+	v1 := f.text("v1")
+	f.setRef("workflows/x", v1)
+	f.clock.Advance(time.Minute)
+	f.setRef("workflows/x", f.text("v2"))
+	f.clock.Advance(2 * time.Hour)
+	f.gc(&cas.GCOptions{LogRetention: time.Hour})
+	if f.has(v1) {
+		t.Fatal("v1 survived a GC whose retention had passed")
+	}
+	garbage := f.text("garbage")
+	f.clock.Advance(2 * time.Hour)
+	if st := f.gc(nil); st.Deleted != 1 || f.has(garbage) {
+		t.Errorf("the second GC: %+v, garbage present %v", st, f.has(garbage))
+	}
+	f.fsckClean()
+}

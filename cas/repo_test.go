@@ -496,3 +496,51 @@ func TestWalk(t *testing.T) {
 		t.Errorf("Walk over a corrupt node = %v", err)
 	}
 }
+
+// TestDeepEdges: an edge far down a recursive schema (each payload level
+// costing several schema levels) is still found: Put refuses it absent.
+func TestDeepEdges(t *testing.T) {
+	f := newFixture(t)
+	doc := map[string]any{
+		"$ref": "#/$defs/n",
+		"$defs": map[string]any{
+			"n": map[string]any{"allOf": []any{map[string]any{"$ref": "#/$defs/m"}}},
+			"m": map[string]any{"type": "object", "properties": map[string]any{
+				"next": map[string]any{"$ref": "#/$defs/n"},
+				"ref":  map[string]any{"type": "string", "format": "cas_ref"},
+			}},
+		},
+	}
+	s := f.schema("deep", doc)
+	absent := cas.Sum([]byte("never stored"))
+	var v any = map[string]any{"ref": absent.String()}
+	for range 900 {
+		v = map[string]any{"next": v}
+	}
+	var ee *cas.EdgeError
+	if _, err := f.repo.Put(f.ctx, s, v); !errors.As(err, &ee) || ee.Edge != absent {
+		t.Errorf("Put of a node whose edge 900 levels down is absent = %v, want an EdgeError for %v", err, absent)
+	}
+	sc, err := f.repo.Schema(f.ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edges := sc.Edges(v); len(edges) != 1 || edges[0].Hash != absent {
+		t.Errorf("Edges found %v", edges)
+	}
+}
+
+// TestDollarSchemaAsData: "$schema" as a property name or inside a data
+// keyword is not a dialect declaration.
+func TestDollarSchemaAsData(t *testing.T) {
+	for _, doc := range []string{
+		`{"type":"object","properties":{"$schema":{"type":"string"}}}`,
+		`{"const":{"$schema":"http://json-schema.org/draft-07/schema#"}}`,
+		`{"default":{"$schema":"x"}}`,
+		`{"$defs":{"$schema":{"type":"string"}}}`,
+	} {
+		if _, err := cas.CompileSchema(mustJSON(t, doc)); err != nil {
+			t.Errorf("CompileSchema(%s) = %v", doc, err)
+		}
+	}
+}

@@ -96,7 +96,9 @@ func isRefValue(v any) bool {
 	return !ok || IsCanonicalHash(s)
 }
 
-// checkDialect rejects a "$schema" other than draft 2020-12 anywhere in doc.
+// checkDialect rejects a "$schema" other than draft 2020-12 in any schema
+// of doc: it walks schema positions only, as [checkRefPlacement] does, so a
+// property named "$schema" or a const holding one is not a dialect.
 func checkDialect(doc any, at string) error {
 	switch d := doc.(type) {
 	case map[string]any:
@@ -110,9 +112,21 @@ func checkDialect(doc any, at string) error {
 				return fmt.Errorf("%w: schema: $schema%s is %s: only draft 2020-12 (%s) is supported", ErrInvalid, where, short(v), Draft2020)
 			}
 		}
-		for k, v := range d {
-			if err := checkDialect(v, at+"/"+escapePointer(k)); err != nil {
-				return err
+		for _, k := range sortedKeys(d) {
+			v, p := d[k], at+"/"+escapePointer(k)
+			switch {
+			case dataKeywords[k] || k == "$schema":
+			case k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions" || k == "dependentSchemas":
+				m, _ := v.(map[string]any)
+				for _, name := range sortedKeys(m) {
+					if err := checkDialect(m[name], p+"/"+escapePointer(name)); err != nil {
+						return err
+					}
+				}
+			default:
+				if err := checkDialect(v, p); err != nil {
+					return err
+				}
 			}
 		}
 	case []any:
@@ -437,7 +451,8 @@ func (s *Schema) Edges(payload any) []Edge {
 		return nil
 	}
 	var out []Edge
-	collectEdges(s.s, payload, "", &out, 0)
+	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}}
+	w.collect(s.s, payload, "")
 	if len(out) == 0 {
 		return nil
 	}
@@ -453,23 +468,36 @@ func (s *Schema) Edges(payload any) []Edge {
 	return kept
 }
 
-// maxEdgeDepth bounds the recursion of collectEdges (a $ref cycle applied to
-// a deeply nested value).
-const maxEdgeDepth = 2 * MaxDepth
+// edgeVisit is a schema applied at a payload path: collecting it twice can
+// only find the same edges, so the walker skips it (a $ref cycle that does
+// not descend into the payload ends there).
+type edgeVisit struct {
+	s    *jsonschema.Schema
+	path string
+}
 
-func collectEdges(s *jsonschema.Schema, v any, path string, out *[]Edge, depth int) {
-	if s == nil || depth > maxEdgeDepth {
+// edgeWalker collects edges. Its recursion is bounded by the payload's depth
+// (at most MaxDepth, as decoded) times the schema's size, never cut short:
+// an edge it missed would be an edge Put does not check and GC does not
+// keep.
+type edgeWalker struct {
+	out  *[]Edge
+	seen map[edgeVisit]bool
+}
+
+func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
+	if s == nil || w.seen[edgeVisit{s, path}] {
 		return
 	}
-	depth++
+	w.seen[edgeVisit{s, path}] = true
 	if s.Format == FormatRef {
 		if str, ok := v.(string); ok {
 			if h, err := ParseCanonicalHash(str); err == nil {
-				*out = append(*out, Edge{Hash: h, Path: path})
+				*w.out = append(*w.out, Edge{Hash: h, Path: path})
 			}
 		}
 	}
-	collectEdges(s.Ref, v, path, out, depth)
+	w.collect(s.Ref, v, path)
 	switch x := v.(type) {
 	case map[string]any:
 		if len(s.Properties) == 0 && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
@@ -481,47 +509,47 @@ func collectEdges(s *jsonschema.Schema, v any, path string, out *[]Edge, depth i
 			matched := false
 			if ps, ok := s.Properties[k]; ok {
 				matched = true
-				collectEdges(ps, child, cp, out, depth)
+				w.collect(ps, child, cp)
 			}
 			for re, ps := range s.PatternProperties {
 				if matchPattern(re, k) {
 					matched = true
-					collectEdges(ps, child, cp, out, depth)
+					w.collect(ps, child, cp)
 				}
 			}
 			if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok && !matched {
-				collectEdges(ap, child, cp, out, depth)
+				w.collect(ap, child, cp)
 			}
 		}
 	case []any:
 		for i, child := range x {
 			cp := path + "/" + strconv.Itoa(i)
 			if i < len(s.PrefixItems) {
-				collectEdges(s.PrefixItems[i], child, cp, out, depth)
+				w.collect(s.PrefixItems[i], child, cp)
 			} else if s.Items2020 != nil {
-				collectEdges(s.Items2020, child, cp, out, depth)
+				w.collect(s.Items2020, child, cp)
 			}
 		}
 	}
 	for _, b := range s.AllOf {
-		collectEdges(b, v, path, out, depth)
+		w.collect(b, v, path)
 	}
 	for _, b := range s.AnyOf {
 		if b.Validate(v) == nil {
-			collectEdges(b, v, path, out, depth)
+			w.collect(b, v, path)
 		}
 	}
 	for _, b := range s.OneOf {
 		if b.Validate(v) == nil {
-			collectEdges(b, v, path, out, depth)
+			w.collect(b, v, path)
 		}
 	}
 	if s.If != nil {
 		if s.If.Validate(v) == nil {
-			collectEdges(s.If, v, path, out, depth)
-			collectEdges(s.Then, v, path, out, depth)
+			w.collect(s.If, v, path)
+			w.collect(s.Then, v, path)
 		} else {
-			collectEdges(s.Else, v, path, out, depth)
+			w.collect(s.Else, v, path)
 		}
 	}
 }

@@ -327,31 +327,45 @@ func (e *Engine) ForkAt(ctx context.Context, id string, depth int) (string, cas.
 }
 
 // Remove deletes the thread's ref and its failures ref. Their logs keep
-// them for the log retention; then GC reclaims what only they reached.
+// them for the log retention; then GC reclaims what only they reached. A
+// thread that keeps moving while Remove tries gives the last
+// *[ConflictError]; a thread that does not exist wraps [cas.ErrNotFound]
+// (unless a failures ref was left behind, which Remove then deletes).
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	id, err := ParseID(id)
 	if err != nil {
 		return err
 	}
+	threadGone := false
+	var lastErr error
 	for range 5 {
-		head, err := e.Head(ctx, id)
-		if err != nil {
-			return err
-		}
-		err = e.refs.CompareAndSwap(ctx, refName(id), head, 0, "rm")
-		if errors.Is(err, cas.ErrConflict) {
-			continue
+		head, err := e.refs.Get(ctx, refName(id))
+		if errors.Is(err, cas.ErrNotFound) {
+			threadGone = true
+			break
 		}
 		if err != nil {
 			return err
 		}
-		break
+		lastErr = e.refs.CompareAndSwap(ctx, refName(id), head, 0, "rm")
+		if !errors.Is(lastErr, cas.ErrConflict) {
+			break
+		}
+	}
+	if lastErr != nil {
+		return fmt.Errorf("remove thread %s: %w", id, lastErr)
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
-	if err == nil {
-		err = e.refs.CompareAndSwap(ctx, FailurePrefix+id, fh, 0, "rm")
+	switch {
+	case errors.Is(err, cas.ErrNotFound):
+		if threadGone {
+			return fmt.Errorf("thread %s: %w", id, cas.ErrNotFound)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("remove the failures of thread %s: %w", id, err)
 	}
-	if err != nil && !errors.Is(err, cas.ErrNotFound) {
+	if err := e.refs.CompareAndSwap(ctx, FailurePrefix+id, fh, 0, "rm"); err != nil {
 		return fmt.Errorf("remove the failures of thread %s: %w", id, err)
 	}
 	return nil

@@ -81,7 +81,11 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		if err != nil {
 			return nil, fmt.Errorf("read --before %s: %w", opts.Before, err)
 		}
-		if bn.StartHash() != sn.Hash {
+		if bn.StartHash() != sn.Hash || bn.Depth() > hn.Depth() {
+			return nil, fmt.Errorf("read --before %s: %w: not a node of this thread", opts.Before, cas.ErrInvalid)
+		}
+		// A fork shares its start: check bn is on this chain (O(log n)).
+		if anc, err := e.Ancestor(ctx, hn.Hash, bn.Depth()); err != nil || anc.Hash != bn.Hash {
 			return nil, fmt.Errorf("read --before %s: %w: not a node of this thread", opts.Before, cas.ErrInvalid)
 		}
 		if bn.Kind == KindStart {

@@ -310,6 +310,18 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: route: %w", id, err)
 	}
+	if d.Role == moderator.End {
+		reason := d.Prompt
+		if reason == "" {
+			reason = "reached $END"
+		}
+		h, err := e.appendMarkAfter(ctx, id, head, MarkDone, reason, 0)
+		if err != nil {
+			return nil, err
+		}
+		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
+		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
+	}
 	if wf.MaxSteps > 0 {
 		o, err := e.origin(ctx, id)
 		if err != nil {
@@ -328,18 +340,6 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
 			return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1}, nil
 		}
-	}
-	if d.Role == moderator.End {
-		reason := d.Prompt
-		if reason == "" {
-			reason = "reached $END"
-		}
-		h, err := e.appendMarkAfter(ctx, id, head, MarkDone, reason, 0)
-		if err != nil {
-			return nil, err
-		}
-		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
-		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
 	}
 	return e.runRole(ctx, id, head, pos, lw, d, opts, began)
 }
@@ -551,12 +551,12 @@ func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, ro
 	nodes = append(nodes, detNode)
 	hs, err := e.repo.PutNodes(ctx, nodes)
 	if err != nil {
-		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+		return fmt.Errorf("thread %s: %w; and recording the failure failed: %w", id, cause, err)
 	}
 	f := &Failure{Thread: id, Head: head, Role: role, Agent: agentName, Detail: hs[len(hs)-1], Error: cause.Error(), At: e.nowMs()}
 	fh, err := e.repo.Put(ctx, cas.FailureSchema, f.Payload())
 	if err != nil {
-		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+		return fmt.Errorf("thread %s: %w; and recording the failure failed: %w", id, cause, err)
 	}
 	name := FailurePrefix + id
 	for range 5 {
@@ -570,7 +570,7 @@ func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, ro
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("thread %s: %v; and recording the failure failed: %w", id, cause, err)
+		return fmt.Errorf("thread %s: %w; and recording the failure failed: %w", id, cause, err)
 	}
 	e.progress(opts, Event{Type: EventFailed, Thread: id, Depth: depth, Role: role, Agent: agentName, Error: cause.Error(), Elapsed: took})
 	return &StepError{Thread: id, Role: role, Agent: agentName, Failure: fh, Err: cause}

@@ -566,3 +566,31 @@ func TestRemoveFailedThread(t *testing.T) {
 		t.Error("the failure node itself survived")
 	}
 }
+
+// TestEndAtMaxSteps: reaching $END right at maxSteps is done, not
+// suspended: the done mark is not a step.
+func TestEndAtMaxSteps(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.putWorkflow(`name: once
+maxSteps: 1
+roles:
+  worker:
+    frontmatter:
+      type: object
+      properties: {status: {const: finished}}
+      required: [status]
+graph:
+  $START: {new: {role: worker, prompt: "Start."}}
+  worker:
+    finished: {role: $END, prompt: "Finished."}
+`)
+	p := script(t, t.TempDir(), "fin.sh", "cat >/dev/null; printf -- '---\\nstatus: finished\\n---\\n'\n")
+	cfg := config(t, "agents:\n  fin:\n    command: "+p+"\ndefaultAgent: fin\n")
+	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := te.roles(id), []string{"worker:finished", "mark:done"}; !slices.Equal(got, want) || rs[len(rs)-1].Kind != thread.EventDone {
+		t.Errorf("chain %q, want %q", got, want)
+	}
+}

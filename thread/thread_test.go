@@ -572,3 +572,58 @@ func testFsckChainChecks(t *testing.T, te *tenv) {
 		}
 	}
 }
+
+// alwaysConflicting makes every delete of a threads/ ref lose a race.
+type alwaysConflicting struct{ cas.Refs }
+
+func (r alwaysConflicting) CompareAndSwap(ctx context.Context, name string, old, new cas.Hash, msg string) error {
+	if new.IsZero() && strings.HasPrefix(name, thread.ThreadPrefix) {
+		return &cas.ConflictError{Name: name, Expected: old, Current: old + 1}
+	}
+	return r.Refs.CompareAndSwap(ctx, name, old, new, msg)
+}
+
+// TestRemoveErrors: Remove reports a thread that keeps moving, and an
+// absent thread; it still cleans a failures ref left behind.
+func TestRemoveErrors(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+	te := newTEnvOn(t, c, mem, alwaysConflicting{mem.Refs()})
+	id := te.start()
+	if err := te.e.Remove(te.ctx, id); !errors.Is(err, cas.ErrConflict) {
+		t.Errorf("Remove of a thread that keeps moving = %v, want a conflict", err)
+	}
+	other := thread.New(te.repo, nil)
+	if err := other.Remove(te.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("Remove of an absent thread = %v, want ErrNotFound", err)
+	}
+	orphan := "01ARZ3NDEKTSV4RRFFQ69G5FAW"
+	if err := te.repo.Refs().CompareAndSwap(te.ctx, thread.FailurePrefix+orphan, 0, te.out, "failure"); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.e.Remove(te.ctx, orphan); err != nil {
+		t.Errorf("Remove of a thread whose failures ref was left behind = %v", err)
+	}
+	if _, err := te.refs.Get(te.ctx, thread.FailurePrefix+orphan); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("the orphan failures ref is still there: %v", err)
+	}
+}
+
+// TestReadBeforeOtherFork: --before must name a node of the thread's own
+// chain, not of a fork sharing its start.
+func TestReadBeforeOtherFork(t *testing.T) {
+	te := newTEnv(t)
+	a, hs := te.chain(3)
+	b, err := te.e.Fork(te.ctx, hs[1], a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te.step(b, "x")
+	theirs := te.step(b, "y")
+	if _, err := te.e.Read(te.ctx, a, thread.ReadOptions{Before: theirs}); !errors.Is(err, cas.ErrInvalid) {
+		t.Errorf("read --before a node of a sibling fork = %v, want ErrInvalid", err)
+	}
+	if _, err := te.e.Read(te.ctx, a, thread.ReadOptions{Before: hs[2]}); err != nil {
+		t.Errorf("read --before its own node: %v", err)
+	}
+}

@@ -106,37 +106,11 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		if depth >= MaxDepth {
-			return dst, errTooDeep()
-		}
 		base := len(e.members)
 		for k, v := range x {
 			e.members = append(e.members, kv{k, v})
 		}
-		ms := e.members[base:]
-		slices.SortFunc(ms, compareMembers)
-		dst = append(dst, '{')
-		var err error
-		for i := range ms {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendString(dst, ms[i].key); err != nil {
-				err = atKey(err, ms[i].key)
-				break
-			}
-			dst = append(dst, ':')
-			if dst, err = e.value(dst, ms[i].val, depth+1); err != nil {
-				err = atKey(err, ms[i].key)
-				break
-			}
-		}
-		clear(ms)
-		e.members = e.members[:base]
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, '}'), nil
+		return e.object(dst, base, depth)
 	case []any:
 		if x == nil {
 			return append(dst, "null"...), nil
@@ -200,37 +174,11 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		if depth >= MaxDepth {
-			return dst, errTooDeep()
-		}
 		base := len(e.members)
 		for k, v := range x {
 			e.members = append(e.members, kv{k, v})
 		}
-		ms := e.members[base:]
-		slices.SortFunc(ms, compareMembers)
-		dst = append(dst, '{')
-		var err error
-		for i := range ms {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendString(dst, ms[i].key); err != nil {
-				err = atKey(err, ms[i].key)
-				break
-			}
-			dst = append(dst, ':')
-			if dst, err = appendString(dst, ms[i].val.(string)); err != nil {
-				err = atKey(err, ms[i].key)
-				break
-			}
-		}
-		clear(ms)
-		e.members = e.members[:base]
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, '}'), nil
+		return e.object(dst, base, depth)
 	case int:
 		return appendNumber(dst, float64(x))
 	case int64:
@@ -433,4 +381,33 @@ func float32Value(x float32) (float64, error) {
 	var buf [32]byte
 	f, _ = strconv.ParseFloat(string(strconv.AppendFloat(buf[:0], f, 'g', -1, 32)), 64)
 	return f, nil
+}
+
+// object writes the members e.members[base:] as a JSON object, sorted by
+// key (UTF-16 code units), and drops them from e.members.
+func (e *encoder) object(dst []byte, base, depth int) ([]byte, error) {
+	ms := e.members[base:]
+	defer func() {
+		clear(ms)
+		e.members = e.members[:base]
+	}()
+	if depth >= MaxDepth {
+		return dst, errTooDeep()
+	}
+	slices.SortFunc(ms, compareMembers)
+	dst = append(dst, '{')
+	for i := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendString(dst, ms[i].key); err != nil {
+			return dst, atKey(err, ms[i].key)
+		}
+		dst = append(dst, ':')
+		if dst, err = e.value(dst, ms[i].val, depth+1); err != nil {
+			return dst, atKey(err, ms[i].key)
+		}
+	}
+	return append(dst, '}'), nil
 }

@@ -112,64 +112,15 @@ func (e *encoder) value(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return e.object(dst, base, depth)
 	case []any:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		if depth >= MaxDepth {
-			return dst, errTooDeep()
-		}
-		dst = append(dst, '[')
-		for i, v := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = e.value(dst, v, depth+1); err != nil {
-				return dst, atIndex(err, i)
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, depth, func(dst []byte, v any) ([]byte, error) { return e.value(dst, v, depth+1) })
 	case Hash:
-		dst = append(dst, '"')
-		dst = append(dst, make([]byte, HashLen)...)
-		x.put(dst[len(dst)-HashLen:])
-		return append(dst, '"'), nil
+		return append(x.AppendText(append(dst, '"')), '"'), nil
 	case []string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		if depth >= MaxDepth {
-			return dst, errTooDeep()
-		}
-		dst = append(dst, '[')
-		for i, s := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendString(dst, s); err != nil {
-				return dst, atIndex(err, i)
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, depth, appendString)
 	case []Hash:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		if depth >= MaxDepth {
-			return dst, errTooDeep()
-		}
-		dst = append(dst, '[')
-		for i, h := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, '"')
-			dst = append(dst, make([]byte, HashLen)...)
-			h.put(dst[len(dst)-HashLen:])
-			dst = append(dst, '"')
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, depth, func(dst []byte, h Hash) ([]byte, error) {
+			return append(h.AppendText(append(dst, '"')), '"'), nil
+		})
 	case map[string]string:
 		if x == nil {
 			return append(dst, "null"...), nil
@@ -410,4 +361,26 @@ func (e *encoder) object(dst []byte, base, depth int) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
+}
+
+// appendArray writes xs as a JSON array, each element with elem; a nil
+// slice is null.
+func appendArray[T any](dst []byte, xs []T, depth int, elem func([]byte, T) ([]byte, error)) ([]byte, error) {
+	if xs == nil {
+		return append(dst, "null"...), nil
+	}
+	if depth >= MaxDepth {
+		return dst, errTooDeep()
+	}
+	dst = append(dst, '[')
+	for i, x := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = elem(dst, x); err != nil {
+			return dst, atIndex(err, i)
+		}
+	}
+	return append(dst, ']'), nil
 }

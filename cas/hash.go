@@ -18,7 +18,10 @@ type Hash uint64
 // HashLen is the length of a hash's text form.
 const HashLen = 13
 
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+// Alphabet is the Crockford Base32 alphabet of a hash's canonical text form.
+const Alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+const crockford = Alphabet
 
 // decodeTable maps an input byte to its 5-bit value, or 0xFF if the byte is
 // not a Crockford digit. Lower case is accepted, and O->0, I/L->1 as

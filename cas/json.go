@@ -508,21 +508,11 @@ func (p *parser) object() (any, error) {
 			return nil, err
 		}
 		p.members = append(p.members, member{key, val, keyOff})
-		p.skipSpace()
-		if p.pos < len(p.data) && p.data[p.pos] == ',' {
-			comma := p.pos
-			p.pos++
-			p.skipSpace()
-			if p.pos < len(p.data) && p.data[p.pos] == '}' {
-				return nil, p.errAt(comma, "trailing comma before '}'")
-			}
-			continue
-		}
-		if p.pos < len(p.data) && p.data[p.pos] == '}' {
-			p.pos++
+		if done, err := p.separator('}', "object member"); err != nil {
+			return nil, err
+		} else if done {
 			break
 		}
-		return nil, p.errExpected(p.pos, "',' or '}' after object member")
 	}
 	ms := p.members[base:]
 	m := make(map[string]any, len(ms))
@@ -536,6 +526,27 @@ func (p *parser) object() (any, error) {
 	p.members = p.members[:base]
 	p.depth--
 	return m, nil
+}
+
+// separator reads what follows a member or element: a ',' (then more must
+// come) or the closing byte (done). A trailing comma, or anything else, is
+// an error naming what came before.
+func (p *parser) separator(closing byte, after string) (done bool, err error) {
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ',' {
+		comma := p.pos
+		p.pos++
+		p.skipSpace()
+		if p.pos < len(p.data) && p.data[p.pos] == closing {
+			return false, p.errAt(comma, "trailing comma before '"+string(closing)+"'")
+		}
+		return false, nil
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == closing {
+		p.pos++
+		return true, nil
+	}
+	return false, p.errExpected(p.pos, "',' or '"+string(closing)+"' after "+after)
 }
 
 func (p *parser) array() (any, error) {
@@ -557,21 +568,11 @@ func (p *parser) array() (any, error) {
 			return nil, err
 		}
 		p.vals = append(p.vals, v)
-		p.skipSpace()
-		if p.pos < len(p.data) && p.data[p.pos] == ',' {
-			comma := p.pos
-			p.pos++
-			p.skipSpace()
-			if p.pos < len(p.data) && p.data[p.pos] == ']' {
-				return nil, p.errAt(comma, "trailing comma before ']'")
-			}
-			continue
-		}
-		if p.pos < len(p.data) && p.data[p.pos] == ']' {
-			p.pos++
+		if done, err := p.separator(']', "array element"); err != nil {
+			return nil, err
+		} else if done {
 			break
 		}
-		return nil, p.errExpected(p.pos, "',' or ']' after array element")
 	}
 	a := make([]any, len(p.vals)-base)
 	copy(a, p.vals[base:])

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/memstat"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -300,18 +300,18 @@ func BenchmarkSteps(b *testing.B) {
 
 			// Memory, untimed.
 			runtime.GC()
-			base := heapObjects()
+			base := memstat.HeapObjects()
 			var peakLive uint64
 			iterate(func(i int) {
 				if i%256 == 0 {
 					runtime.GC()
-					peakLive = max(peakLive, heapObjects())
+					peakLive = max(peakLive, memstat.HeapObjects())
 				}
 			})
 			runtime.GC()
-			base2 := heapObjects()
+			base2 := memstat.HeapObjects()
 			var peakAll uint64
-			stop := samplePeak(&peakAll)
+			stop := memstat.SamplePeak(&peakAll)
 			iterate(nil)
 			stop()
 
@@ -413,37 +413,5 @@ func BenchmarkList(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// heapObjects returns the bytes of heap objects (live and not yet swept).
-func heapObjects() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// samplePeak records the peak of heapObjects into *peak every millisecond
-// until stop is called.
-func samplePeak(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			*peak = max(*peak, heapObjects())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		*peak = max(*peak, heapObjects())
 	}
 }

@@ -122,7 +122,7 @@ func parseRef(b []byte, lower, path string) (string, cas.Hash, error) {
 
 func refFile(name string, h cas.Hash) []byte {
 	b := make([]byte, 0, cas.HashLen+len(name)+2)
-	b = appendHash(b, h)
+	b = h.AppendText(b)
 	b = append(b, ' ')
 	b = append(b, name...)
 	return append(b, '\n')

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/memstat"
 )
 
 // The typed layer ([cas.Repo]) over the disk store: encoding, schema
@@ -267,12 +267,12 @@ func BenchmarkGC200k(b *testing.B) {
 		}
 		first = false
 		runtime.GC()
-		baseHeap = heapObjects()
-		resetPeakRSS()
-		stop := samplePeak(&peakHeap)
+		baseHeap = memstat.HeapObjects()
+		memstat.ResetPeakRSS()
+		stop := memstat.SamplePeak(&peakHeap)
 		st, err := repo.GC(ctx, nil)
 		stop()
-		peakRSS = max(peakRSS, readPeakRSS())
+		peakRSS = max(peakRSS, memstat.PeakRSS())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -287,58 +287,4 @@ func BenchmarkGC200k(b *testing.B) {
 	b.ReportMetric(float64(peakHeap)/mb, "peak-heap-MB")
 	b.ReportMetric(float64(baseHeap)/mb, "heap-before-MB")
 	b.ReportMetric(float64(peakRSS)/mb, "peak-RSS-MB")
-}
-
-// heapObjects returns the bytes of heap objects (live and not yet swept).
-func heapObjects() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// samplePeak records the peak of heapObjects into *peak every millisecond
-// until stop is called.
-func samplePeak(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			*peak = max(*peak, heapObjects())
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		*peak = max(*peak, heapObjects())
-	}
-}
-
-// resetPeakRSS resets the process's VmHWM (Linux: writing 5 to
-// /proc/self/clear_refs); elsewhere it does nothing.
-func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// readPeakRSS returns VmHWM from /proc/self/status in bytes, 0 if unknown.
-func readPeakRSS() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -103,6 +103,7 @@ type StepResult struct {
 	Role   string // the role that ran ("" for a done mark or a step limit)
 	Agent  string
 	Status string // the output's status
+	Reason string // the mark's reason, for a done mark, a suspension or a step limit
 	// Timings says where the step's time went.
 	Timings Timings
 }
@@ -453,7 +454,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			return nil, err
 		}
 		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
-		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
+		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 	}
 	// Fewer chain nodes than the limit hold fewer steps: no need to count.
 	if limit, reason := maxSteps(wf, opts); head.Depth() >= limit {
@@ -471,7 +472,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 				return nil, err
 			}
 			e.progress(opts, Event{Type: EventLimit, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason, Limit: limit})
-			return &StepResult{Thread: id, Kind: EventLimit, Head: h, Depth: head.Depth() + 1}, nil
+			return &StepResult{Thread: id, Kind: EventLimit, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 		}
 	}
 	return e.runRole(ctx, id, head, pos, lw, d, opts, began)
@@ -609,7 +610,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 			return nil, err
 		}
 		e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Head: h, Reason: out.Reason, Elapsed: completed.Sub(started)})
-		return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name()}, nil
+		return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Reason: out.Reason}, nil
 	}
 	outNode := cas.Node{Type: schemaHash, Payload: out.Value}
 	outHash, err := outNode.Hash()

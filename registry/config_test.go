@@ -46,6 +46,7 @@ models:
     provider: local
     model: qwen2.5-coder:7b
 defaultModel: fast
+secrets: [DATABASE_URL]
 modelOverrides:
   develop:
     planner: qwen
@@ -94,7 +95,7 @@ func TestLoadConfigExample(t *testing.T) {
 	if !reflect.DeepEqual(c.Agents, want.Agents) || c.DefaultAgent != want.DefaultAgent ||
 		!reflect.DeepEqual(c.AgentOverrides, want.AgentOverrides) || !reflect.DeepEqual(c.Providers, want.Providers) ||
 		!reflect.DeepEqual(c.Models, want.Models) || c.DefaultModel != want.DefaultModel ||
-		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) {
+		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) || !slices.Equal(c.SecretVars, []string{"DATABASE_URL"}) {
 		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", c, want)
 	}
 }
@@ -379,7 +380,8 @@ models.qwen.model = qwen2.5-coder:7b
 models.qwen.provider = local
 providers.local.baseURL = http://localhost:11434/v1
 providers.openai.apiKeyEnv = OPENAI_API_KEY
-providers.openai.baseURL = https://api.openai.com/v1`
+providers.openai.baseURL = https://api.openai.com/v1
+secrets = [DATABASE_URL]`
 	if got := strings.Join(lines, "\n"); got != want {
 		t.Errorf("List =\n%s\nwant\n%s", got, want)
 	}

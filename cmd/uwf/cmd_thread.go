@@ -54,7 +54,10 @@ or a hash. Stores the start node, creates threads/<id> and prints the id.
 				ArgsUsage: "<workflow> -p <prompt>",
 				Description: `Like start, then step until the thread is done, suspended or a step fails,
 printing a line per step (a live line on a terminal; with --json one event
-per line). A workflow without maxSteps stops after 100 steps.`,
+per line). The step limit (the workflow's maxSteps, 100 without one)
+suspends the thread with a "limit" line (event) and exits 1. An agent that
+cannot run (--agent unknown, no agent for a role) is refused before the
+thread is created.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
 					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
@@ -73,8 +76,9 @@ per line). A workflow without maxSteps stops after 100 steps.`,
 				ArgsUsage: "<thread>",
 				Description: `One cycle: moderator -> agent -> extract -> store -> move the head. -n N runs
 up to N cycles (0: until done, suspended or failed). A failed step moves
-nothing and records a failure node (see show). Exit 4 if the thread moved
-meanwhile.`,
+nothing and records a failure node (see show). The step limit (the
+workflow's maxSteps, 100 without one) suspends the thread with a "limit"
+line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "n", Usage: "run up to `N` steps (0: until the thread stops)", Value: 1},
 					agentFlag, seedFlag, inputFlag,

@@ -483,3 +483,20 @@ func TestHumanAgent(t *testing.T) {
 		t.Errorf("the human's step: %+v", st)
 	}
 }
+
+// TestLimitsGolden records the step limit and a refused agent in
+// testdata/golden/limits.txt (docs/CLI.md quotes it).
+func TestLimitsGolden(t *testing.T) {
+	e := newEnv(t)
+	tr := &transcript{e: e}
+	e.write("short.yaml", strings.NewReplacer("name: review-loop", "name: short", "maxSteps: 20", "maxSteps: 2").Replace(reviewLoop))
+	r := tr.run("", "thread", "run", "short.yaml", "-p", "Add a --json flag", "--agent", "synth", "--cwd", "/")
+	id := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "thread ")
+	tr.run("", "thread", "show", id)
+	tr.run("", "thread", "resume", id)
+	tr.run("", "thread", "step", id, "-n", "0", "--agent", "synth")
+	tr.run("", "thread", "run", "--json", "short", "-p", "Add a --json flag", "--agent", "synth", "--cwd", "/")
+	tr.run("", "thread", "run", "short", "-p", "Add a --json flag", "--agent", "nope", "--cwd", "/")
+	tr.run("", "thread", "list")
+	golden(t, "limits.txt", tr.b.String())
+}

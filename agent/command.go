@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -193,6 +194,16 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		return fail(code, "exit status "+strconv.Itoa(code), waitErr)
 	}
 	return fail(ExitFailure, "run "+c.spec.Command+": "+waitErr.Error(), waitErr)
+}
+
+// Check reports whether the program can be found from working directory
+// cwd, as Run would look it up, without running it: an error naming the
+// command, wrapping [exec.ErrNotFound] or the [fs] error, if not.
+func (c *Command) Check(cwd string) error {
+	if _, err := c.lookPath(cwd); err != nil {
+		return fmt.Errorf("agent %s: command %s: %w", c.name, c.spec.Command, err)
+	}
+	return nil
 }
 
 // lookPath finds the program as a shell would from cwd: a name without a

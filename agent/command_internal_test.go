@@ -1,6 +1,20 @@
 package agent
 
-import "testing"
+import (
+	"errors"
+	"os/exec"
+	"testing"
+)
+
+func TestCommandCheck(t *testing.T) {
+	if err := NewCommand("sh", CommandSpec{Command: "sh"}).Check(""); err != nil {
+		t.Errorf("Check(sh) = %v", err)
+	}
+	err := NewCommand("gone", CommandSpec{Command: "no-such-agent-xyz"}).Check("")
+	if !errors.Is(err, exec.ErrNotFound) || err.Error() != `agent gone: command no-such-agent-xyz: exec: "no-such-agent-xyz": executable file not found in $PATH` {
+		t.Errorf("Check(no-such-agent-xyz) = %v, want one naming it and wrapping exec.ErrNotFound", err)
+	}
+}
 
 // TestBuffersCutAtLines: a buffer that dropped bytes returns whole lines
 // only, when it holds a line break, so no secret is kept in part.

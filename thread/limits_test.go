@@ -3,6 +3,7 @@ package thread_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,6 +104,7 @@ func TestUnknownAgentCreatesNothing(t *testing.T) {
 		{"replay of a bad id", &thread.RunOptions{Agent: "replay:xyz"}, thread.ErrInvalidID},
 		{"llm without a model", &thread.RunOptions{Agent: "llm"}, nil},
 		{"human without a terminal", &thread.RunOptions{Agent: "human"}, nil},
+		{"a command that is not there", &thread.RunOptions{Config: config(t, "agents:\n  gone: {command: /nonexistent/agent}\ndefaultAgent: gone\n")}, fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := te.threadRefs()

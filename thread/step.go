@@ -251,8 +251,10 @@ func (e *Engine) StepN(ctx context.Context, id string, n int, opts *RunOptions) 
 // has an agent that can run: the error wraps [registry.ErrUnknownAgent]
 // (and so [cas.ErrNotFound]) for a name that is neither configured nor
 // built in, [registry.ErrNoAgent] when nothing names one, [cas.ErrNotFound]
-// for replay:<thread> of a thread that does not exist; then no thread is
-// created and the returned id is "".
+// for replay:<thread> of a thread that does not exist, [os/exec.ErrNotFound]
+// (or an [io/fs] error) for a command that cannot be found from cwd; it also
+// refuses llm without a model and human without a terminal. Then no
+// thread is created and the returned id is "".
 func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string, opts *RunOptions) (string, []*StepResult, error) {
 	if opts == nil {
 		opts = &RunOptions{}
@@ -261,7 +263,7 @@ func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string,
 	if err != nil {
 		return "", nil, err
 	}
-	if err := e.checkAgents(ctx, lw.wf, opts); err != nil {
+	if err := e.checkAgents(ctx, lw.wf, cwd, opts); err != nil {
 		return "", nil, err
 	}
 	id, _, err := e.Start(ctx, workflow, prompt, cwd)
@@ -310,8 +312,9 @@ func (e *Engine) replaySourceExists(ctx context.Context, name string) error {
 	return nil
 }
 
-// checkAgents checks that every role of wf has an agent that can run.
-func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, opts *RunOptions) error {
+// checkAgents checks that every role of wf has an agent that can run from
+// cwd.
+func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, cwd string, opts *RunOptions) error {
 	if err := e.CheckAgent(ctx, opts); err != nil {
 		return err
 	}
@@ -321,7 +324,7 @@ func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, opts *R
 	}
 	checked := map[string]bool{}
 	for _, role := range slices.Sorted(maps.Keys(wf.Roles)) {
-		name, _, err := cfg.AgentFor(wf.Name, role, opts.Agent)
+		name, spec, err := cfg.AgentFor(wf.Name, role, opts.Agent)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
 		}
@@ -338,9 +341,13 @@ func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, opts *R
 			if _, err := e.makeLLM(wf.Name, role, cfg, opts); err != nil {
 				return fmt.Errorf("role %s: agent llm: %w", role, err)
 			}
-		default:
+		case strings.HasPrefix(name, "replay:"):
 			if err := e.replaySourceExists(ctx, name); err != nil {
 				return err
+			}
+		case spec.Command != "":
+			if err := agent.NewCommand(name, agent.CommandSpec{Command: spec.Command}).Check(cwd); err != nil {
+				return fmt.Errorf("role %s: %w", role, err)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ type session struct {
 	durability string // the --durability flag as given ("" if unset)
 	json       bool
 	log        *slog.Logger   // masked by mask
-	mask       *secret.Masker // the known secrets: the store's password, then config's
+	mask       *secret.Masker // the known secrets: the store's password, then config's (nil: none)
 	stdin      io.Reader
 	now        func() time.Time // nil: the real clock
 	newID      func() ulid.ULID // nil: ulid.Make
@@ -237,7 +237,9 @@ func (s *session) config() (*registry.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mask.Add(cfg.Secrets()...)
+	if s.mask != nil {
+		s.mask.Add(cfg.Secrets()...)
+	}
 	return cfg, nil
 }
 

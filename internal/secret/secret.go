@@ -154,10 +154,11 @@ func (w *writer) Write(p []byte) (int, error) {
 }
 
 // RedactURL returns raw with its password hidden, for printing: the
-// userinfo password and the password and sslpassword query parameters
-// (which PostgreSQL URLs accept) become "xxxxx". Text that does not parse
-// as a URL but may hold a password ("user:pass@host") is replaced whole
-// by "<unprintable URL>"; other text is returned as it is.
+// userinfo password and the values of password and sslpassword query
+// parameters (which PostgreSQL URLs accept) become "xxxxx"; the rest is
+// kept as written. Text that does not parse as a URL but may hold a
+// password ("user:pass@host", "password=") is replaced whole by
+// "<unprintable URL>"; other text (a plain path) is returned as it is.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -166,26 +167,43 @@ func RedactURL(raw string) string {
 		}
 		return raw
 	}
-	if u.RawQuery != "" {
-		q, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			if strings.Contains(strings.ToLower(u.RawQuery), "password") {
-				return "<unprintable URL>"
-			}
-		} else {
-			changed := false
-			for k := range q {
-				if isPasswordParam(k) {
-					q[k] = []string{"xxxxx"}
-					changed = true
-				}
-			}
-			if changed {
-				u.RawQuery = q.Encode()
-			}
+	out := raw
+	if _, ok := u.User.Password(); ok {
+		if u.Scheme == "" || !strings.Contains(raw, "://") {
+			return "<unprintable URL>"
+		}
+		out = u.Scheme + "://" + url.UserPassword(u.User.Username(), "xxxxx").String() + "@" + afterUserinfo(raw)
+	}
+	base, query, ok := strings.Cut(out, "?")
+	if !ok {
+		return out
+	}
+	frag := ""
+	if i := strings.IndexByte(query, '#'); i >= 0 {
+		query, frag = query[:i], query[i:]
+	}
+	parts := strings.Split(query, "&")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if dk, err := url.QueryUnescape(k); err == nil && isPasswordParam(dk) {
+			parts[i] = k + "=xxxxx"
+		} else if err != nil && strings.Contains(strings.ToLower(k), "password") {
+			return "<unprintable URL>"
 		}
 	}
-	return u.Redacted()
+	return base + "?" + strings.Join(parts, "&") + frag
+}
+
+// afterUserinfo returns what follows the userinfo's "@" in raw, a URL
+// with a "://" and userinfo.
+func afterUserinfo(raw string) string {
+	_, rest, _ := strings.Cut(raw, "://")
+	auth := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		auth = rest[:i]
+	}
+	at := strings.LastIndexByte(auth, '@')
+	return rest[at+1:]
 }
 
 // URLPasswords returns the passwords a connection URL holds: its userinfo

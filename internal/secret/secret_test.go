@@ -116,6 +116,11 @@ func TestRedactURL(t *testing.T) {
 		{"/home/me/store", "/home/me/store"},
 		{"file:///tmp/s?durability=none", "file:///tmp/s?durability=none"},
 		{"postgres://u:pa ss@h:bad port/db", "<unprintable URL>"},
+		{"/tmp/my store", "/tmp/my store"},
+		{"//u:pw@h/db", "<unprintable URL>"},
+		{"postgres://u:p%40ss@h/db?sslmode=disable&password=zz&application_name=a%20b", "postgres://u:xxxxx@h/db?sslmode=disable&password=xxxxx&application_name=a%20b"},
+		{"postgres://u@h/db?x=1#frag", "postgres://u@h/db?x=1#frag"},
+		{"postgres://us%20er:pw@h/db", "postgres://us%20er:xxxxx@h/db"},
 	} {
 		if got := secret.RedactURL(tc.in); got != tc.want {
 			t.Errorf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)

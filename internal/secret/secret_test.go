@@ -172,3 +172,20 @@ func FuzzMasker(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedactURL: a password that occurs once in a URL is not in its
+// redacted form.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("postgres://uwf:hunter2hunter@127.0.0.1:5432/uwf?sslmode=disable")
+	f.Add("postgresql://h/db?password=abcdef&sslpassword=ghijkl")
+	f.Add("postgres://u:p%40ss:w%2frd@h/db#x")
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := secret.RedactURL(raw)
+		for _, p := range secret.URLPasswords(raw) {
+			if len(p) >= 3 && strings.Count(raw, p) == 1 && !strings.Contains("xxxxx<unprintable URL>", p) && strings.Contains(got, p) {
+				t.Errorf("RedactURL(%q) = %q holds the password %q", raw, got, p)
+			}
+		}
+	})
+}
+

@@ -188,4 +188,3 @@ func FuzzRedactURL(f *testing.F) {
 		}
 	})
 }
-

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -27,7 +29,8 @@ const (
 	// DefaultKillGrace is how long a command's process group has between
 	// SIGTERM and SIGKILL, when its spec sets none.
 	DefaultKillGrace = 2 * time.Second
-	// MaxStderr is how much of a command's stderr is kept: its last 1 MiB.
+	// MaxStderr is how much of a command's stderr is kept: its last 1 MiB
+	// (from a line start, when there is one).
 	MaxStderr = 1 << 20
 )
 
@@ -193,6 +196,16 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	return fail(ExitFailure, "run "+c.spec.Command+": "+waitErr.Error(), waitErr)
 }
 
+// Check reports whether the program can be found from working directory
+// cwd, as Run would look it up, without running it: an error naming the
+// command, wrapping [exec.ErrNotFound] or the [fs] error, if not.
+func (c *Command) Check(cwd string) error {
+	if _, err := c.lookPath(cwd); err != nil {
+		return fmt.Errorf("agent %s: command %s: %w", c.name, c.spec.Command, err)
+	}
+	return nil
+}
+
 // lookPath finds the program as a shell would from cwd: a name without a
 // slash in PATH, a relative path with one from cwd.
 func (c *Command) lookPath(cwd string) (string, error) {
@@ -268,9 +281,15 @@ func (w *limitedBuffer) overflowed() bool {
 	return w.over
 }
 
+// String returns what was kept; after an overflow, up to the last line
+// break, if there is one (a line cut in two could hold half a secret,
+// which masking would not find).
 func (w *limitedBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if i := bytes.LastIndexByte(w.b, '\n'); w.over && i >= 0 {
+		return string(w.b[:i+1])
+	}
 	return string(w.b)
 }
 
@@ -279,6 +298,7 @@ type tailBuffer struct {
 	mu  sync.Mutex
 	b   []byte
 	max int
+	cut bool // bytes were dropped from the front
 }
 
 func (w *tailBuffer) Write(p []byte) (int, error) {
@@ -287,18 +307,26 @@ func (w *tailBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) >= w.max {
 		w.b = append(w.b[:0], p[len(p)-w.max:]...)
+		w.cut = true
 		return n, nil
 	}
 	if over := len(w.b) + len(p) - w.max; over > 0 {
 		w.b = append(w.b[:0], w.b[over:]...)
+		w.cut = true
 	}
 	w.b = append(w.b, p...)
 	return n, nil
 }
 
+// String returns what was kept; when the front was dropped, from the
+// first line start, if there is one (a line cut in two could hold half a
+// secret, which masking would not find).
 func (w *tailBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if i := bytes.IndexByte(w.b, '\n'); w.cut && i >= 0 && i+1 < len(w.b) {
+		return string(w.b[i+1:])
+	}
 	return string(w.b)
 }
 

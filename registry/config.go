@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/secret"
 )
 
 // ConfigFile and EnvFile are the names of the configuration and secrets
@@ -72,6 +73,10 @@ type Config struct {
 	DefaultModel string
 	// ModelOverrides maps workflow -> role -> model name.
 	ModelOverrides map[string]map[string]string
+	// SecretVars names variables whose values are secret, whatever their
+	// names (config.yaml's secrets: list): looked up in the environment,
+	// <home>/.env and every agent's env. See [Config.Secrets].
+	SecretVars []string
 
 	dotenv map[string]string // <home>/.env
 }
@@ -188,7 +193,7 @@ func (p *configParser) top(root *yaml.Node) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		p.ps.add(posOf(root), "config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides), not %s", describe(n))
+		p.ps.add(posOf(root), "config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not %s", describe(n))
 		return
 	}
 	for k, v := range pairs(n) {
@@ -213,8 +218,10 @@ func (p *configParser) top(root *yaml.Node) {
 			p.c.DefaultModel = p.str(v, key)
 		case "modelOverrides":
 			p.c.ModelOverrides = p.overrides(v, key, "model")
+		case "secrets":
+			p.c.SecretVars = p.secretVars(v)
 		default:
-			p.ps.add(posOf(k), "unknown key %s (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides)", strconv.Quote(key))
+			p.ps.add(posOf(k), "unknown key %s (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets)", strconv.Quote(key))
 		}
 	}
 }
@@ -420,6 +427,33 @@ func (p *configParser) model(name string, k, v *yaml.Node) {
 	p.c.Models[name] = m
 }
 
+// secretVars reads the secrets: list of variable names.
+func (p *configParser) secretVars(v *yaml.Node) []string {
+	n := resolve(v)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.ps.add(posOf(v), "secrets: must be a list of variable names, not %s", describe(n))
+		return nil
+	}
+	var out []string
+	for i, c := range n.Content {
+		name := p.str(c, fmt.Sprintf("secrets[%d]", i))
+		if !isText(resolve(c)) {
+			continue
+		}
+		if !validEnvName(name) {
+			p.ps.add(posOf(c), "secrets[%d]: invalid variable name %s (list the names of variables whose values are secret, not the values)", i, strconv.Quote(name))
+			continue
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // overrides reads workflow -> role -> name.
 func (p *configParser) overrides(v *yaml.Node, path, what string) map[string]map[string]string {
 	out := map[string]map[string]string{}
@@ -514,6 +548,48 @@ func (c *Config) Secret(name string) (string, bool) {
 	}
 	v, ok := c.dotenv[name]
 	return v, ok
+}
+
+// Secrets returns the known secrets of this configuration, sorted, each
+// once: the API keys of the providers (the values of their apiKeyEnv
+// variables), the values of variables whose names contain KEY, TOKEN,
+// SECRET or PASSWORD (case ignored) in the environment, in <home>/.env and
+// in the agents' env, and the values of the variables listed under
+// secrets: (looked up in the same three places). uwf masks them in what it
+// records from agents and in its logs; the masker ignores values shorter
+// than 8 bytes. The caller owns the returned slice.
+func (c *Config) Secrets() []string {
+	var out []string
+	add := func(v string) {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	for _, p := range c.Providers {
+		if p.APIKeyEnv != "" {
+			v, _ := c.Secret(p.APIKeyEnv)
+			add(v)
+		}
+	}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && (secret.IsSecretName(k) || slices.Contains(c.SecretVars, k)) {
+			add(v)
+		}
+	}
+	for k, v := range c.dotenv {
+		if secret.IsSecretName(k) || slices.Contains(c.SecretVars, k) {
+			add(v)
+		}
+	}
+	for _, a := range c.Agents {
+		for k, v := range a.Env {
+			if secret.IsSecretName(k) || slices.Contains(c.SecretVars, k) {
+				add(v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // AgentFor picks the agent that runs role of workflow: explicit (the
@@ -642,6 +718,13 @@ func (c *Config) tree() map[string]any {
 	if len(c.ModelOverrides) > 0 {
 		t["modelOverrides"] = nested(c.ModelOverrides)
 	}
+	if len(c.SecretVars) > 0 {
+		names := make([]any, len(c.SecretVars))
+		for i, n := range c.SecretVars {
+			names[i] = n
+		}
+		t["secrets"] = names
+	}
 	return t
 }
 
@@ -722,7 +805,7 @@ func (c *Config) List() []KV {
 }
 
 // Mask replaces secret values in output.
-const Mask = "********"
+const Mask = secret.Mask
 
 var secretName = regexp.MustCompile(`(?i)(key|token|secret|password)$`)
 

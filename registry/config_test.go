@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ models:
     provider: local
     model: qwen2.5-coder:7b
 defaultModel: fast
+secrets: [DATABASE_URL]
 modelOverrides:
   develop:
     planner: qwen
@@ -93,7 +95,7 @@ func TestLoadConfigExample(t *testing.T) {
 	if !reflect.DeepEqual(c.Agents, want.Agents) || c.DefaultAgent != want.DefaultAgent ||
 		!reflect.DeepEqual(c.AgentOverrides, want.AgentOverrides) || !reflect.DeepEqual(c.Providers, want.Providers) ||
 		!reflect.DeepEqual(c.Models, want.Models) || c.DefaultModel != want.DefaultModel ||
-		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) {
+		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) || !slices.Equal(c.SecretVars, []string{"DATABASE_URL"}) {
 		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", c, want)
 	}
 }
@@ -120,7 +122,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negative duration", "agents:\n  coder:\n    command: x\n    timeout: -1m\n",
 			`config.yaml:4:14: agents.coder.timeout: must be positive, not "-1m"`},
 		{"unknown top key", "agent:\n  coder: {command: x}\n",
-			`config.yaml:1:1: unknown key "agent" (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides)`},
+			`config.yaml:1:1: unknown key "agent" (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets)`},
 		{"unknown agent key", "agents:\n  coder:\n    comand: x\n",
 			"config.yaml:2:3: agents.coder: missing command\n" +
 				`config.yaml:3:5: agents.coder: unknown key "comand" (an agent has command, args, env, timeout)`},
@@ -151,7 +153,7 @@ func TestLoadConfigErrors(t *testing.T) {
 				"config.yaml:2:15: defaultAgent: must be a string, not a mapping"},
 		{"syntax", "agents:\n  coder: [\n", `config.yaml:3: YAML syntax: did not find expected node content, in the block starting on this line`},
 		{"duplicate", "defaultAgent: llm\ndefaultAgent: human\n", `config.yaml:2:1: duplicate key "defaultAgent" (first at line 1)`},
-		{"not a mapping", "- a\n", `config.yaml:1:1: config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides), not a list`},
+		{"not a mapping", "- a\n", `config.yaml:1:1: config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not a list`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,6 +205,65 @@ func TestSecret(t *testing.T) {
 	_, err := registry.LoadConfig(home)
 	if err == nil || err.Error() != filepath.Join(home, ".env")+":2: expected KEY=VALUE" {
 		t.Errorf("LoadConfig with a bad .env = %v", err)
+	}
+}
+
+func TestConfigSecrets(t *testing.T) {
+	home := writeHome(t, `agents:
+  coder:
+    command: x
+    env: {GH_TOKEN: agent-gh-token, AGENT_LOG: /tmp/agent-log, DB_URL: marked-by-list}
+providers:
+  openai: {baseURL: 'https://api.openai.com/v1', apiKeyEnv: UWF_TEST_PROVIDER}
+secrets: [DB_URL, UWF_TEST_MARKED, DB_URL]
+`)
+	env := "UWF_TEST_DOTENV_KEY=dotenv-key-value\nUWF_TEST_PLAIN=dotenv-plain-value\nUWF_TEST_MARKED=dotenv-marked\n"
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("UWF_TEST_PROVIDER", "sk-provider-key") // a provider's key, whatever its name
+	t.Setenv("UWF_TEST_ENV_PASSWORD", "env-password")
+	t.Setenv("UWF_TEST_ENV_PLAIN", "env-plain-value")
+	c := mustLoadConfig(t, home)
+	if !slices.Equal(c.SecretVars, []string{"DB_URL", "UWF_TEST_MARKED"}) {
+		t.Errorf("SecretVars = %q", c.SecretVars)
+	}
+	got := c.Secrets()
+	if !slices.IsSorted(got) {
+		t.Errorf("Secrets() = %q, not sorted", got)
+	}
+	for _, v := range []string{"agent-gh-token", "marked-by-list", "sk-provider-key", "dotenv-key-value", "dotenv-marked", "env-password"} {
+		if !slices.Contains(got, v) {
+			t.Errorf("Secrets() = %q, lacks %q", got, v)
+		}
+	}
+	for _, v := range []string{"/tmp/agent-log", "dotenv-plain-value", "env-plain-value"} {
+		if slices.Contains(got, v) {
+			t.Errorf("Secrets() = %q, holds %q, which nothing marks secret", got, v)
+		}
+	}
+	if v, err := c.Get("secrets"); err != nil || toText(v) != "[DB_URL UWF_TEST_MARKED]" {
+		t.Errorf("Get(secrets) = %v, %v: the names are shown", toText(v), err)
+	}
+}
+
+func TestConfigSecretsErrors(t *testing.T) {
+	for _, tc := range []struct{ name, config, want string }{
+		{"not a list", "secrets: DB_URL\n", `config.yaml:1:10: secrets: must be a list of variable names, not a string`},
+		{"a value, not a name", "secrets: [sk-123]\n",
+			`config.yaml:1:11: secrets[0]: invalid variable name "sk-123" (list the names of variables whose values are secret, not the values)`},
+		{"not a string", "secrets: [{a: b}]\n", `config.yaml:1:11: secrets[0]: must be a string, not a mapping`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := writeHome(t, tc.config)
+			_, err := registry.LoadConfig(home)
+			if err == nil {
+				t.Fatal("LoadConfig succeeded")
+			}
+			if got := strings.ReplaceAll(err.Error(), home+string(filepath.Separator), ""); got != tc.want {
+				t.Errorf("LoadConfig error:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -319,7 +380,8 @@ models.qwen.model = qwen2.5-coder:7b
 models.qwen.provider = local
 providers.local.baseURL = http://localhost:11434/v1
 providers.openai.apiKeyEnv = OPENAI_API_KEY
-providers.openai.baseURL = https://api.openai.com/v1`
+providers.openai.baseURL = https://api.openai.com/v1
+secrets = [DATABASE_URL]`
 	if got := strings.Join(lines, "\n"); got != want {
 		t.Errorf("List =\n%s\nwant\n%s", got, want)
 	}

@@ -35,7 +35,10 @@
 // and per-workflow, per-role overrides; LLM providers, models, the default
 // model and overrides. [Config.AgentFor] and [Config.ModelFor] resolve them
 // for one role; [Config.Secret] reads API keys from the environment or
-// .env, never from the store. [Config.Get], [Config.List], [Masked] and
+// .env, never from the store; [Config.Secrets] lists the known secrets
+// (API keys, variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, those
+// listed under secrets:) that uwf masks in agent output and logs.
+// [Config.Get], [Config.List], [Masked] and
 // [SetConfigValue] back "uwf config get|list|set".
 //
 // # Concurrency

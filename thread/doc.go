@@ -17,6 +17,18 @@
 //   - A thread is a ULID and one ref, threads/<ulid>, pointing at its head.
 //     Its status is read from the head: active for a start, a step or a
 //     resumed mark, else the mark's kind.
+//   - The step limit is a workflow's maxSteps, or [RunOptions.MaxSteps]
+//     (default [DefaultMaxSteps]) for one without: the steps since the
+//     start, the fork point or the last resume. Reaching it appends a
+//     suspended mark naming it, reported as an [EventLimit].
+//
+// # Secrets
+//
+// Everything recorded from an agent (raw output, stderr, failed attempts,
+// the error of a failed run) is masked before extraction and storage:
+// each known secret of at least 8 bytes (the store URL's password in
+// [RunOptions.Store], the config's [registry.Config.Secrets],
+// [RunOptions.Secrets]) reads "********".
 //
 // # Concurrency
 //

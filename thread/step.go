@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,14 +14,15 @@ import (
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/extract"
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/registry"
 )
 
 // Defaults of [RunOptions].
 const (
-	DefaultRetries     = 2   // agent retries after an extraction failure, when no model is configured
-	DefaultRunMaxSteps = 100 // the bound of Run for a workflow without maxSteps
+	DefaultRetries  = 2   // agent retries after an extraction failure, when no model is configured
+	DefaultMaxSteps = 100 // the step limit of a workflow without maxSteps
 )
 
 // RunOptions configure [Engine.Step], [Engine.StepN] and [Engine.Run].
@@ -51,6 +53,16 @@ type RunOptions struct {
 	// HTTPClient is used by the llm agent and LLM extraction; nil means
 	// their own.
 	HTTPClient *http.Client
+	// MaxSteps is the step limit of a workflow without maxSteps; 0 means
+	// DefaultMaxSteps. A workflow's own maxSteps always wins.
+	MaxSteps int
+	// Secrets are values to mask, besides those uwf knows: the
+	// password of Store and Config's [registry.Config.Secrets].
+	// Everything recorded from an agent (its raw output, stderr, failed
+	// attempts, the error of a failed run) has each known secret of at
+	// least 8 bytes replaced by "********" before it is extracted or
+	// stored, so the stored output and routing see the masked text.
+	Secrets []string
 	// Progress, if set, is called as the step loop goes.
 	Progress func(Event)
 }
@@ -60,7 +72,8 @@ const (
 	EventRunning   = "running"   // an agent started on a role
 	EventStep      = "step"      // a step was committed
 	EventDone      = "done"      // the thread reached $END
-	EventSuspended = "suspended" // the thread was suspended (maxSteps or $SUSPEND)
+	EventSuspended = "suspended" // the agent asked for a human ($SUSPEND): the thread was suspended
+	EventLimit     = "limit"     // the step limit (maxSteps) was reached: the thread was suspended
 	EventFailed    = "failed"    // a step failed and moved nothing
 	EventRetry     = "retry"     // the agent is asked again after an extraction failure
 )
@@ -78,17 +91,19 @@ type Event struct {
 	Ms      int64         `json:"elapsedMs"`
 	Error   string        `json:"error,omitempty"`
 	Reason  string        `json:"reason,omitempty"`
+	Limit   int           `json:"limit,omitempty"` // the step limit, for a limit event
 }
 
 // StepResult is what one cycle of [Engine.Step] did.
 type StepResult struct {
 	Thread string
-	Kind   string   // EventStep, EventDone or EventSuspended
+	Kind   string   // EventStep, EventDone, EventSuspended or EventLimit
 	Head   cas.Hash // the new head
 	Depth  int
-	Role   string // the role that ran ("" for a done mark or a maxSteps suspension)
+	Role   string // the role that ran ("" for a done mark or a step limit)
 	Agent  string
 	Status string // the output's status
+	Reason string // the mark's reason, for a done mark, a suspension or a step limit
 	// Timings says where the step's time went.
 	Timings Timings
 }
@@ -211,7 +226,9 @@ func (e *Engine) stepsSinceBase(ctx context.Context, head *Node, base int, limit
 }
 
 // StepN runs up to n cycles of [Engine.Step] (n <= 0: until the thread is
-// no longer active), stopping at the first error, done or suspension.
+// no longer active), stopping at the first error, done or suspension. Even
+// with n <= 0 it is bounded: the step limit (the workflow's maxSteps, or
+// [RunOptions.MaxSteps]) suspends the thread.
 func (e *Engine) StepN(ctx context.Context, id string, n int, opts *RunOptions) ([]*StepResult, error) {
 	var out []*StepResult
 	for i := 0; n <= 0 || i < n; i++ {
@@ -228,31 +245,152 @@ func (e *Engine) StepN(ctx context.Context, id string, n int, opts *RunOptions) 
 }
 
 // Run starts a thread of workflow with prompt and steps it until it is
-// done, suspended or fails. A workflow without maxSteps is bounded by
-// DefaultRunMaxSteps steps.
+// done, suspended (by its agent or its step limit) or fails.
+//
+// Before it creates the thread it checks that every role of the workflow
+// has an agent that can run: the error wraps [registry.ErrUnknownAgent]
+// (and so [cas.ErrNotFound]) for a name that is neither configured nor
+// built in, [registry.ErrNoAgent] when nothing names one, [cas.ErrNotFound]
+// for replay:<thread> of a thread that does not exist, [os/exec.ErrNotFound]
+// (or an [io/fs] error) for a command that cannot be found from cwd; it also
+// refuses llm without a model and human without a terminal. Then no
+// thread is created and the returned id is "".
 func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string, opts *RunOptions) (string, []*StepResult, error) {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	lw, err := e.loadWorkflow(ctx, workflow)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := e.checkAgents(ctx, lw.wf, cwd, opts); err != nil {
+		return "", nil, err
+	}
 	id, _, err := e.Start(ctx, workflow, prompt, cwd)
 	if err != nil {
 		return "", nil, err
 	}
-	lw, err := e.loadWorkflow(ctx, workflow)
-	if err != nil {
-		return id, nil, err
-	}
-	n := 0
-	if lw.wf.MaxSteps == 0 {
-		n = DefaultRunMaxSteps
-	}
-	rs, err := e.StepN(ctx, id, n, opts)
+	rs, err := e.StepN(ctx, id, 0, opts)
 	return id, rs, err
+}
+
+// CheckAgent checks the agent named by opts.Agent (the --agent flag), if
+// any, without running anything: the error wraps
+// [registry.ErrUnknownAgent] (and so [cas.ErrNotFound]) for a name that is
+// neither configured nor built in, [ErrInvalidID] for replay: with a bad
+// thread id, [cas.ErrNotFound] for replay:<thread> of a thread that does
+// not exist. [Engine.Step] and [Engine.Run] check it before they write
+// anything.
+func (e *Engine) CheckAgent(ctx context.Context, opts *RunOptions) error {
+	if opts == nil || opts.Agent == "" {
+		return nil
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = &registry.Config{}
+	}
+	name, _, err := cfg.AgentFor("", "", opts.Agent)
+	if err != nil {
+		return err
+	}
+	return e.replaySourceExists(ctx, name)
+}
+
+// replaySourceExists checks the source thread of a replay:<thread> agent.
+func (e *Engine) replaySourceExists(ctx context.Context, name string) error {
+	src, ok := strings.CutPrefix(name, "replay:")
+	if !ok {
+		return nil
+	}
+	id, err := ParseID(src)
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", name, err)
+	}
+	if _, err := e.Head(ctx, id); err != nil {
+		return fmt.Errorf("agent %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkAgents checks that every role of wf has an agent that can run from
+// cwd.
+func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, cwd string, opts *RunOptions) error {
+	if err := e.CheckAgent(ctx, opts); err != nil {
+		return err
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = &registry.Config{}
+	}
+	checked := map[string]bool{}
+	for _, role := range slices.Sorted(maps.Keys(wf.Roles)) {
+		name, spec, err := cfg.AgentFor(wf.Name, role, opts.Agent)
+		if err != nil {
+			return fmt.Errorf("role %s: %w", role, err)
+		}
+		if checked[name] {
+			continue
+		}
+		checked[name] = true
+		switch {
+		case name == "human":
+			if opts.HumanInput == "" && (opts.HumanIn == nil || opts.HumanOut == nil) {
+				return fmt.Errorf("role %s: the human agent needs a terminal (or --input FILE)", role)
+			}
+		case name == "llm":
+			if _, err := e.makeLLM(wf.Name, role, cfg, opts); err != nil {
+				return fmt.Errorf("role %s: agent llm: %w", role, err)
+			}
+		case strings.HasPrefix(name, "replay:"):
+			if err := e.replaySourceExists(ctx, name); err != nil {
+				return err
+			}
+		case spec.Command != "":
+			if err := agent.NewCommand(name, agent.CommandSpec{Command: spec.Command}).Check(cwd); err != nil {
+				return fmt.Errorf("role %s: %w", role, err)
+			}
+		}
+	}
+	return nil
+}
+
+// maxSteps returns the step limit of wf and the reason a suspension at it
+// gives.
+func maxSteps(wf *registry.Workflow, opts *RunOptions) (int, string) {
+	if wf.MaxSteps > 0 {
+		return wf.MaxSteps, fmt.Sprintf("maxSteps (%d) reached", wf.MaxSteps)
+	}
+	limit := opts.MaxSteps
+	if limit <= 0 {
+		limit = DefaultMaxSteps
+	}
+	return limit, fmt.Sprintf("step limit reached: %d steps, the default for a workflow without maxSteps", limit)
+}
+
+// masker returns the masker of one step: the known secrets of opts.
+func masker(opts *RunOptions) *secret.Masker {
+	m := secret.New(opts.Secrets...)
+	m.Add(secret.URLPasswords(opts.Store)...)
+	if opts.Config != nil {
+		m.Add(opts.Config.Secrets()...)
+	}
+	return m
 }
 
 // Step runs one cycle on thread id: moderator -> agent -> extract -> put
 // the output, detail and step nodes (one flush point) -> compare-and-swap
 // the head. Routing to $END appends a done mark; an agent answering
-// $SUSPEND, or reaching the workflow's maxSteps, appends a suspended mark.
-// After a $SUSPEND the suspended role runs again (once resumed); after
-// maxSteps routing continues from the last step.
+// $SUSPEND appends a suspended mark (result kind EventSuspended); reaching
+// the step limit (the workflow's maxSteps, or for a workflow without one
+// [RunOptions.MaxSteps], default [DefaultMaxSteps], counted since the
+// start, the fork point or the last resume) appends a suspended mark whose
+// reason names the limit (result kind EventLimit). After a $SUSPEND the
+// suspended role runs again (once resumed); after the limit routing
+// continues from the last step.
+//
+// Everything recorded from the agent is masked first (see
+// [RunOptions.Secrets]). An unknown opts.Agent is refused before anything
+// is read or written (see [Engine.CheckAgent]).
 //
 // A failure (the agent failed, its output could not be extracted after the
 // retries) moves nothing: it records a failure node under
@@ -271,6 +409,9 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 	began := time.Now()
 	id, err := ParseID(id)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.CheckAgent(ctx, opts); err != nil {
 		return nil, err
 	}
 	headHash, err := e.Head(ctx, id)
@@ -320,25 +461,25 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			return nil, err
 		}
 		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
-		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1}, nil
+		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 	}
-	if wf.MaxSteps > 0 {
+	// Fewer chain nodes than the limit hold fewer steps: no need to count.
+	if limit, reason := maxSteps(wf, opts); head.Depth() >= limit {
 		o, err := e.origin(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		n, err := e.stepsSinceBase(ctx, head, o.Depth, wf.MaxSteps)
+		n, err := e.stepsSinceBase(ctx, head, o.Depth, limit)
 		if err != nil {
 			return nil, err
 		}
-		if n >= wf.MaxSteps {
-			reason := fmt.Sprintf("maxSteps (%d) reached", wf.MaxSteps)
+		if n >= limit {
 			h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, reason, 0)
 			if err != nil {
 				return nil, err
 			}
-			e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
-			return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1}, nil
+			e.progress(opts, Event{Type: EventLimit, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason, Limit: limit})
+			return &StepResult{Thread: id, Kind: EventLimit, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 		}
 	}
 	return e.runRole(ctx, id, head, pos, lw, d, opts, began)
@@ -404,6 +545,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	if llm != nil || retries < 0 {
 		retries = 0 // the LLM extraction is the fallback
 	}
+	mask := masker(opts)
 	started := e.now()
 	var (
 		attempts []string
@@ -428,12 +570,16 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 			if errors.As(rerr, &re) && res == nil {
 				res = re.Result
 			}
+			res = maskResult(mask, res)
 			if errors.Is(rerr, context.Canceled) {
-				return nil, rerr
+				return nil, mask.Error(rerr)
 			}
-			failErr = rerr
+			failErr = mask.Error(rerr)
 			break
 		}
+		// Masked before extraction: the output, the body, the stored raw
+		// output and routing all see the masked text.
+		res = maskResult(mask, res)
 		var xerr error
 		t0 = time.Now()
 		out, xerr = extract.Extract(ctx, res.Raw, schema, llm)
@@ -441,6 +587,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		if xerr == nil {
 			break
 		}
+		xerr = mask.Error(xerr)
 		if attempt >= retries {
 			failErr = xerr
 			break
@@ -470,7 +617,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 			return nil, err
 		}
 		e.progress(opts, Event{Type: EventSuspended, Thread: id, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Head: h, Reason: out.Reason, Elapsed: completed.Sub(started)})
-		return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name()}, nil
+		return &StepResult{Thread: id, Kind: EventSuspended, Head: h, Depth: head.Depth() + 1, Role: d.Role, Agent: ag.Name(), Reason: out.Reason}, nil
 	}
 	outNode := cas.Node{Type: schemaHash, Payload: out.Value}
 	outHash, err := outNode.Hash()
@@ -506,6 +653,17 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	status, _ := out.Value.(map[string]any)["status"].(string)
 	e.progress(opts, Event{Type: EventStep, Thread: id, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Head: stepHash, Elapsed: completed.Sub(started)})
 	return &StepResult{Thread: id, Kind: EventStep, Head: stepHash, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Timings: tm}, nil
+}
+
+// maskResult returns a copy of res with its raw output and stderr masked
+// (nil for nil).
+func maskResult(m *secret.Masker, res *agent.Result) *agent.Result {
+	if res == nil {
+		return nil
+	}
+	c := *res
+	c.Raw, c.Stderr = m.String(res.Raw), m.String(res.Stderr)
+	return &c
 }
 
 // detailNodes builds the content nodes of one run and its detail payload;

@@ -400,7 +400,7 @@ func testMaxSteps(t *testing.T, te *tenv) {
 		t.Fatal(err)
 	}
 	want := []string{"planner:done", "developer:done", "reviewer:rejected", "mark:suspended"}
-	if got := te.roles(id); !slices.Equal(got, want) || rs[len(rs)-1].Kind != thread.EventSuspended {
+	if got := te.roles(id); !slices.Equal(got, want) || rs[len(rs)-1].Kind != thread.EventLimit {
 		t.Fatalf("roles = %q, want %q", got, want)
 	}
 	// Resumed, routing continues from the last step, for 3 more steps.
@@ -469,7 +469,7 @@ func testMaxStepsLoop(t *testing.T, te *tenv) {
 		t.Fatal(err)
 	}
 	roles := te.roles(id)
-	if countSteps(roles) != 20 || roles[len(roles)-1] != "mark:suspended" || rs[len(rs)-1].Kind != thread.EventSuspended {
+	if countSteps(roles) != 20 || roles[len(roles)-1] != "mark:suspended" || rs[len(rs)-1].Kind != thread.EventLimit {
 		t.Fatalf("first run: %d steps, last %q", countSteps(roles), roles[len(roles)-1])
 	}
 	if _, err := te.e.Resume(te.ctx, id, ""); err != nil { // a suspended thread resumes without a note

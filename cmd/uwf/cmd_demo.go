@@ -59,7 +59,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 		}
 		label("home: %s", home)
 	}
-	fmt.Fprintf(w, "store: %s\n", s.storeURL())
+	fmt.Fprintf(w, "store: %s\n", s.printableStoreURL())
 
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
@@ -91,7 +91,10 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	}
 	pr := newProgress(w, io.Discard, false)
 	opts := &thread.RunOptions{Agent: "synth"}
-	id, err := runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	id, rs, err := runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	if err == nil {
+		err = limitOutcome(id, rs)
+	}
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,11 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	}
 	fmt.Fprintf(w, "fork %s shares the first 2 steps (up to %s) with %s\n", fork, at, id)
 	pr.begin(fork)
-	if _, err := e.StepN(ctx, fork, 0, opts); err != nil {
+	rs, err = e.StepN(ctx, fork, 0, opts)
+	if err == nil {
+		err = limitOutcome(fork, rs)
+	}
+	if err != nil {
 		return err
 	}
 

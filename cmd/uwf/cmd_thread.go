@@ -54,7 +54,10 @@ or a hash. Stores the start node, creates threads/<id> and prints the id.
 				ArgsUsage: "<workflow> -p <prompt>",
 				Description: `Like start, then step until the thread is done, suspended or a step fails,
 printing a line per step (a live line on a terminal; with --json one event
-per line). A workflow without maxSteps stops after 100 steps.`,
+per line). The step limit (the workflow's maxSteps, 100 without one)
+suspends the thread with a "limit" line (event) and exits 1. An agent that
+cannot run (--agent unknown, no agent for a role) is refused before the
+thread is created.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
 					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
@@ -73,8 +76,9 @@ per line). A workflow without maxSteps stops after 100 steps.`,
 				ArgsUsage: "<thread>",
 				Description: `One cycle: moderator -> agent -> extract -> store -> move the head. -n N runs
 up to N cycles (0: until done, suspended or failed). A failed step moves
-nothing and records a failure node (see show). Exit 4 if the thread moved
-meanwhile.`,
+nothing and records a failure node (see show). The step limit (the
+workflow's maxSteps, 100 without one) suspends the thread with a "limit"
+line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "n", Usage: "run up to `N` steps (0: until the thread stops)", Value: 1},
 					agentFlag, seedFlag, inputFlag,
@@ -314,6 +318,12 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 			return nil, usageErrorf(s.cmd, "invalid --agent %q: replay:<thread> needs a thread id: %s", agentName, badIDReason)
 		}
 	}
+	if agentName != "" {
+		// An unknown --agent is refused before the store is opened.
+		if _, _, err := cfg.AgentFor("", "", agentName); err != nil {
+			return nil, err
+		}
+	}
 	return &thread.RunOptions{
 		Agent: agentName, Config: cfg, Home: home, Store: s.storeURL(), Seed: c.Int64("seed"),
 		HumanIn: s.stdin, HumanOut: c.App.ErrWriter, HumanInput: c.String("input"), Progress: progress,
@@ -374,15 +384,37 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		_, err = fmt.Fprintln(w, id)
 		return err
 	}
-	_, err = runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
-	return err
+	id, rs, err := runWithProgress(ctx, e, pr, res.Hash, prompt, cwd, opts)
+	if err != nil {
+		return err
+	}
+	return limitOutcome(id, rs)
+}
+
+// stepLimitError is a thread that stopped at its step limit: it is
+// suspended, and uwf exits 1 saying so.
+type stepLimitError struct {
+	thread, reason string
+}
+
+func (e *stepLimitError) Error() string {
+	return fmt.Sprintf("thread %s stopped: %s; it is suspended (uwf thread resume %s to go on)", e.thread, e.reason, e.thread)
+}
+
+// limitOutcome returns a *stepLimitError if the last result is a step
+// limit.
+func limitOutcome(id string, rs []*thread.StepResult) error {
+	if len(rs) == 0 || rs[len(rs)-1].Kind != thread.EventLimit {
+		return nil
+	}
+	return &stepLimitError{thread: id, reason: rs[len(rs)-1].Reason}
 }
 
 // runWithProgress runs a new thread of workflow wf to its end
 // ([thread.Engine.Run]), printing its progress with pr: "thread <id>"
 // first (known at the first event, or when Run returns if it failed before
 // running anything), then a line per event.
-func runWithProgress(ctx context.Context, e *thread.Engine, pr *progressPrinter, wf cas.Hash, prompt, cwd string, opts *thread.RunOptions) (string, error) {
+func runWithProgress(ctx context.Context, e *thread.Engine, pr *progressPrinter, wf cas.Hash, prompt, cwd string, opts *thread.RunOptions) (string, []*thread.StepResult, error) {
 	begun := false
 	opts.Progress = func(ev thread.Event) {
 		if !begun {
@@ -391,12 +423,12 @@ func runWithProgress(ctx context.Context, e *thread.Engine, pr *progressPrinter,
 		}
 		pr.event(ev)
 	}
-	id, _, err := e.Run(ctx, wf, prompt, cwd, opts)
+	id, rs, err := e.Run(ctx, wf, prompt, cwd, opts)
 	if !begun && id != "" {
 		pr.begin(id)
 	}
 	pr.finish()
-	return id, err
+	return id, rs, err
 }
 
 func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
@@ -414,9 +446,12 @@ func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
 		return err
 	}
 	defer closeStore()
-	_, err = s.engine(repo).StepN(c.Context, id, n, opts)
+	rs, err := s.engine(repo).StepN(c.Context, id, n, opts)
 	pr.finish()
-	return err
+	if err != nil {
+		return err
+	}
+	return limitOutcome(id, rs)
 }
 
 // progressPrinter prints step-loop events: plain lines, JSON lines, and on
@@ -499,6 +534,8 @@ func (p *progressPrinter) event(ev thread.Event) {
 		fmt.Fprintf(p.w, "%d done: %s\n", ev.Depth, oneLine(ev.Reason))
 	case thread.EventSuspended:
 		fmt.Fprintf(p.w, "%d suspended: %s\n", ev.Depth, oneLine(ev.Reason))
+	case thread.EventLimit:
+		fmt.Fprintf(p.w, "%d limit: %s; suspended\n", ev.Depth, oneLine(ev.Reason))
 	case thread.EventFailed:
 		fmt.Fprintf(p.w, "%d %s (%s) failed after %s\n", ev.Depth, ev.Role, ev.Agent, elapsed)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -31,7 +32,8 @@ type session struct {
 	store      string // the --store URL as given ("" for <home>/store)
 	durability string // the --durability flag as given ("" if unset)
 	json       bool
-	log        *slog.Logger
+	log        *slog.Logger   // masked by mask
+	mask       *secret.Masker // the known secrets: the store's password, then config's (nil: none)
 	stdin      io.Reader
 	now        func() time.Time // nil: the real clock
 	newID      func() ulid.ULID // nil: ulid.Make
@@ -59,11 +61,13 @@ func newSession(c *cli.Context) (*session, error) {
 	} else if err := level.UnmarshalText([]byte(l)); err != nil {
 		return nil, usageErrorf(s.cmd, "invalid --log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	s.log = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+	s.mask = secret.New(secret.URLPasswords(s.store)...)
+	s.log = slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: level}))
 	return s, nil
 }
 
-// withSession adapts a command body to a cli.ActionFunc.
+// withSession adapts a command body to a cli.ActionFunc. The error it
+// returns has the session's known secrets masked.
 func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		s, err := newSession(c)
@@ -72,7 +76,7 @@ func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
 		}
 		err = fn(c, s)
 		s.log.Debug("command done", "since_main", time.Since(mainStart))
-		return err
+		return s.mask.Error(err)
 	}
 }
 
@@ -102,18 +106,18 @@ func parseStoreURL(raw string) (storeLocation, error) {
 		path, query, _ := strings.Cut(rest, "?")
 		p, err := url.PathUnescape(path)
 		if err != nil {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", raw, err)
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", secret.RedactURL(raw), err)
 		}
 		if strings.HasPrefix(p, "localhost/") {
 			p = p[len("localhost"):]
 		}
 		if p == "" {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: no path", raw)
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: no path", secret.RedactURL(raw))
 		}
 		return withQuery(raw, storeLocation{dir: p}, query)
 	}
 	if i := strings.Index(raw, "://"); i > 0 && !strings.ContainsAny(raw[:i], "/\\.") {
-		return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown scheme %q (want a path, file://, or postgres://)", raw, raw[:i])
+		return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown scheme %q (want a path, file://, or postgres://)", secret.RedactURL(raw), raw[:i])
 	}
 	if raw == "" {
 		return storeLocation{}, errors.New("invalid store URL: empty")
@@ -132,24 +136,15 @@ func withQuery(raw string, loc storeLocation, query string) (storeLocation, erro
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", raw, err)
+		return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", secret.RedactURL(raw), err)
 	}
 	for k, v := range q {
 		if k != "durability" || len(v) != 1 {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown or repeated parameter %q (only durability=strict|none)", raw, k)
+			return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown or repeated parameter %q (only durability=strict|none)", secret.RedactURL(raw), k)
 		}
 	}
 	loc.durability = q.Get("durability")
 	return loc, nil
-}
-
-// redactURL hides a password in a connection URL.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "URL"
-	}
-	return u.Redacted()
 }
 
 // location resolves the store's place from --store, --home and their
@@ -231,13 +226,21 @@ func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err e
 	return repo, func() { st.Close() }, nil
 }
 
-// config reads <home>/config.yaml (an absent file is an empty config).
+// config reads <home>/config.yaml (an absent file is an empty config) and
+// adds its secrets to those the session masks.
 func (s *session) config() (*registry.Config, error) {
 	home, err := s.homeDir()
 	if err != nil {
 		return nil, err
 	}
-	return registry.LoadConfig(home)
+	cfg, err := registry.LoadConfig(home)
+	if err != nil {
+		return nil, err
+	}
+	if s.mask != nil {
+		s.mask.Add(cfg.Secrets()...)
+	}
+	return cfg, nil
 }
 
 // engine returns the thread engine over repo, with the session's clock and
@@ -247,7 +250,8 @@ func (s *session) engine(repo *cas.Repo) *thread.Engine {
 }
 
 // storeURL is the store as agents are told it (UWF_STORE): the --store
-// URL, or the default disk store's path.
+// URL, or the default disk store's path. It may hold a password: print
+// [session.printableStoreURL] instead.
 func (s *session) storeURL() string {
 	if s.store != "" {
 		return s.store
@@ -259,10 +263,13 @@ func (s *session) storeURL() string {
 	return filepath.Join(home, "store")
 }
 
+// printableStoreURL is storeURL with any password hidden.
+func (s *session) printableStoreURL() string { return secret.RedactURL(s.storeURL()) }
+
 // openPostgres opens a PostgreSQL store (--durability does not apply: the
 // server's own settings decide).
 func (s *session) openPostgres(ctx context.Context, url string) (*cas.Repo, func(), error) {
-	name := redactURL(url)
+	name := secret.RedactURL(url)
 	st, err := postgres.Open(ctx, url, &postgres.Options{Logger: s.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store %s: %w", name, err)

@@ -311,7 +311,8 @@ func TestThreadNotFoundAndState(t *testing.T) {
 		{[]string{"thread", "step", id, "--agent", "synth"}, 1, "it is done"},
 		{[]string{"thread", "kill", id}, 1, "it is done"},
 		{[]string{"thread", "resume", id, "-p", "more"}, 1, "fork it to go on"},
-		{[]string{"thread", "step", id, "--agent", "replay:" + absent}, 1, "it is done"},
+		{[]string{"thread", "step", id, "--agent", "replay:" + absent}, 3, "agent replay:" + absent}, // checked first
+		{[]string{"thread", "step", id, "--agent", "nope"}, 3, `agent "nope" (from --agent): unknown agent`},
 		{[]string{"thread", "replay", id, "--workflow", "nope"}, 3, `workflow "nope"`},
 	} {
 		r := e.run("", tc.args...)
@@ -354,14 +355,16 @@ func TestThreadNotFoundAndState(t *testing.T) {
 }
 
 // TestMaxSteps runs a workflow whose maxSteps stops the review loop: the
-// thread is suspended, and resume lets it go on from the last step.
+// thread is suspended, uwf says so and exits 1, and resume lets it go on
+// from the last step.
 func TestMaxSteps(t *testing.T) {
 	e := newEnv(t)
 	e.write("short.yaml", strings.NewReplacer("name: review-loop", "name: short", "maxSteps: 20", "maxSteps: 2").Replace(reviewLoop))
-	out := e.ok("", "thread", "run", "short.yaml", "-p", "x", "--agent", "synth")
-	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "thread ")
-	if !strings.HasSuffix(out, "\n2 developer (synth) done -> "+e.stepsOf(id)[2][1]+" 0s\n3 suspended: maxSteps (2) reached\n") {
-		t.Errorf("thread run with maxSteps 2:\n%s", out)
+	r := e.run("", "thread", "run", "short.yaml", "-p", "x", "--agent", "synth")
+	id := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "thread ")
+	if r.code != 1 || !strings.HasSuffix(r.stdout, "\n2 developer (synth) done -> "+e.stepsOf(id)[2][1]+" 0s\n3 limit: maxSteps (2) reached; suspended\n") ||
+		r.stderr != "uwf: thread "+id+" stopped: maxSteps (2) reached; it is suspended (uwf thread resume "+id+" to go on)\n" {
+		t.Errorf("thread run with maxSteps 2: %v", r)
 	}
 	if st, _ := e.status(id); st != "suspended" {
 		t.Errorf("status %s, want suspended", st)
@@ -370,9 +373,92 @@ func TestMaxSteps(t *testing.T) {
 		t.Errorf("thread step on a suspended thread: %v", r)
 	}
 	e.okHash("", "thread", "resume", id)
-	out = e.ok("", "thread", "step", id, "-n", "0", "--agent", "synth")
-	if !strings.HasPrefix(out, "5 reviewer (synth) rejected -> ") || !strings.HasSuffix(out, "7 suspended: maxSteps (2) reached\n") {
-		t.Errorf("thread step -n 0 after resume:\n%s", out)
+	r = e.run("", "thread", "step", id, "-n", "0", "--agent", "synth")
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "5 reviewer (synth) rejected -> ") || !strings.HasSuffix(r.stdout, "7 limit: maxSteps (2) reached; suspended\n") ||
+		!strings.Contains(r.stderr, "stopped: maxSteps (2) reached; it is suspended") {
+		t.Errorf("thread step -n 0 after resume: %v", r)
+	}
+}
+
+// forever is a workflow without maxSteps; its agent "again" never ends it.
+const forever = `name: forever
+roles:
+  worker:
+    frontmatter:
+      type: object
+      properties: {status: {enum: [again, finished]}}
+      required: [status]
+graph:
+  $START: {new: {role: worker, prompt: "Start."}}
+  worker:
+    again: {role: worker, prompt: "Again."}
+    finished: {role: $END, prompt: "Finished."}
+`
+
+// TestDefaultStepLimit: a workflow without maxSteps stops at 100 steps in
+// thread run and in thread step -n 0 alike: the thread suspended with the
+// reason, a limit line (a limit event with --json), a message, exit 1.
+func TestDefaultStepLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 steps")
+	}
+	e := newEnv(t)
+	e.write("forever.yaml", forever)
+	again := e.script("again.sh", "cat >/dev/null; printf -- '---\\nstatus: again\\n---\\n'\n")
+	e.writeConfig("agents:\n  again: {command: " + again + "}\ndefaultAgent: again\n")
+	const reason = "step limit reached: 100 steps, the default for a workflow without maxSteps"
+	r := e.run("", "thread", "run", "forever.yaml", "-p", "x", "--json")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	var first, last map[string]any
+	checkJSON(t, lines[0]+"\n", &first)
+	checkJSON(t, lines[len(lines)-1]+"\n", &last)
+	id, _ := first["thread"].(string)
+	if r.code != 1 || last["type"] != "limit" || last["limit"] != float64(100) || last["reason"] != reason || last["depth"] != float64(101) ||
+		r.stderr != "uwf: thread "+id+" stopped: "+reason+"; it is suspended (uwf thread resume "+id+" to go on)\n" {
+		t.Fatalf("thread run of a workflow without maxSteps: exit %d, last event %v, stderr %q", r.code, last, r.stderr)
+	}
+	var show struct{ Status string }
+	e.okJSON(&show, "thread", "show", id)
+	if show.Status != "suspended" {
+		t.Errorf("status %s, want suspended", show.Status)
+	}
+	if out := e.ok("", "thread", "show", id); !strings.Contains(out, "reason:   "+reason+"\n") {
+		t.Errorf("thread show lacks the reason:\n%s", out)
+	}
+	// thread step -n 0 of a fresh thread is bounded the same way.
+	id = strings.TrimSpace(e.ok("", "thread", "start", "forever", "-p", "y"))
+	r = e.run("", "thread", "step", id, "-n", "0")
+	if r.code != 1 || !strings.HasSuffix(r.stdout, "\n101 limit: "+reason+"; suspended\n") || !strings.Contains(r.stderr, "it is suspended") {
+		t.Errorf("thread step -n 0: exit %d, stdout ends %q, stderr %q", r.code, r.stdout[max(0, len(r.stdout)-200):], r.stderr)
+	}
+	if n := len(e.stepsOf(id)); n != 102 { // start, 100 steps, the mark
+		t.Errorf("thread step -n 0: %d chain nodes, want 102", n)
+	}
+}
+
+// TestUnknownAgentRefused: thread run with an agent that cannot run
+// leaves no thread behind; the exit status says why.
+func TestUnknownAgentRefused(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.ok("", "workflow", "put", "review-loop.yaml")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--agent", "nope"}, 3, `uwf: agent "nope" (from --agent): unknown agent: cas: not found: it is neither configured nor built in (configured: none; built-in: human, llm, replay:<thread>, synth)`},
+		{[]string{"--agent", "replay:01JGKZZZZZZZZZZZZZZZZZZZZZ"}, 3, "uwf: agent replay:01JGKZZZZZZZZZZZZZZZZZZZZZ: thread 01JGKZZZZZZZZZZZZZZZZZZZZZ"},
+		{[]string{"--agent", "llm"}, 1, "no model configured"},
+		{nil, 1, "no agent configured for role"},
+	} {
+		r := e.run("", append([]string{"thread", "run", "review-loop", "-p", "x"}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("thread run %q: %v\nwant exit %d and %q", tc.args, r, tc.code, tc.want)
+		}
+		if out := e.ok("", "thread", "list"); out != "" {
+			t.Fatalf("thread run %q left threads:\n%s", tc.args, out)
+		}
 	}
 }
 
@@ -396,4 +482,21 @@ func TestHumanAgent(t *testing.T) {
 	if st.Raw != "---\nstatus: done\nsteps: [add it]\n---\nMy plan.\n" || st.Agent != "human" {
 		t.Errorf("the human's step: %+v", st)
 	}
+}
+
+// TestLimitsGolden records the step limit and a refused agent in
+// testdata/golden/limits.txt (docs/CLI.md quotes it).
+func TestLimitsGolden(t *testing.T) {
+	e := newEnv(t)
+	tr := &transcript{e: e}
+	e.write("short.yaml", strings.NewReplacer("name: review-loop", "name: short", "maxSteps: 20", "maxSteps: 2").Replace(reviewLoop))
+	r := tr.run("", "thread", "run", "short.yaml", "-p", "Add a --json flag", "--agent", "synth", "--cwd", "/")
+	id := strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "thread ")
+	tr.run("", "thread", "show", id)
+	tr.run("", "thread", "resume", id)
+	tr.run("", "thread", "step", id, "-n", "0", "--agent", "synth")
+	tr.run("", "thread", "run", "--json", "short", "-p", "Add a --json flag", "--agent", "synth", "--cwd", "/")
+	tr.run("", "thread", "run", "short", "-p", "Add a --json flag", "--agent", "nope", "--cwd", "/")
+	tr.run("", "thread", "list")
+	golden(t, "limits.txt", tr.b.String())
 }

@@ -4,6 +4,11 @@
 // $AGENT_LOG as <n>-<role>-<attempt>.txt and .env; then it prints a
 // frontmatter answer. The reviewer rejects the first change it sees and
 // approves the next.
+//
+// With AGENT_LEAK=1 it leaks everything it knows, as a careless agent
+// would: its first run prints its environment and $UWF_HOME/.env to stderr
+// and fails with the value of $LEAK_FATAL as its last stderr line; later
+// runs print both to stderr and after their answer on stdout.
 package main
 
 import (
@@ -20,6 +25,19 @@ func main() {
 		fail(err)
 	}
 	dir := os.Getenv("AGENT_LOG")
+	leak := os.Getenv("AGENT_LEAK") == "1"
+	if leak {
+		dumpEnv(os.Stderr)
+		marker := filepath.Join(dir, "leak-failed")
+		if _, err := os.Stat(marker); err != nil {
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				fail(err)
+			}
+			fmt.Fprintln(os.Stderr, "fatal: cannot go on with", os.Getenv("LEAK_FATAL"))
+			os.Exit(3)
+		}
+		defer dumpEnv(os.Stdout)
+	}
 	role, attempt := os.Getenv("UWF_ROLE"), os.Getenv("UWF_ATTEMPT")
 	runs, _ := filepath.Glob(filepath.Join(dir, "*.txt"))
 	reviews, _ := filepath.Glob(filepath.Join(dir, "*-reviewer-*.txt"))
@@ -50,6 +68,17 @@ func main() {
 		}
 	default:
 		fail(fmt.Errorf("unknown role %q", role))
+	}
+}
+
+// dumpEnv prints the environment, one variable a line, and uwf's .env.
+func dumpEnv(w io.Writer) {
+	fmt.Fprintln(w, "\nmy environment:")
+	for _, kv := range os.Environ() {
+		fmt.Fprintln(w, kv)
+	}
+	if b, err := os.ReadFile(filepath.Join(os.Getenv("UWF_HOME"), ".env")); err == nil {
+		fmt.Fprintf(w, "\nuwf's .env:\n%s", b)
 	}
 }
 

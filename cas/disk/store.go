@@ -39,6 +39,13 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
+	// slack is how much earlier than the time set the filesystem may
+	// record a modification time (its granularity, less 1ns), measured
+	// once by probeSlack; slackKnown says it was.
+	slackMu    sync.Mutex
+	slack      time.Duration
+	slackKnown bool
+
 	// stripes make Put, Touch and DeleteIfOlder of one hash atomic with
 	// respect to each other within the process; across processes callers
 	// hold the store-wide lock (see DeleteIfOlder).
@@ -365,16 +372,23 @@ func (s *Store) Touch(ctx context.Context, h cas.Hash) error {
 }
 
 // DeleteIfOlder deletes the object at h only if its age (modification time)
-// is still before cutoff, and reports whether it deleted; an absent object
-// is (false, nil). Within this process it is atomic with respect to Put and
-// Touch of the same hash (they share a striped mutex). Across processes the
-// callers provide the atomicity: GC deletes under the exclusive store-wide
-// [Store.Lock], and writers put and touch under the shared one. The removal
-// is not synced: an object that comes back after a crash is collected again.
+// is still certainly before cutoff, and reports whether it deleted; an
+// absent object is (false, nil). A filesystem records modification times
+// at some granularity (1 ns on ext4, 2 s on FAT), truncating the time Put
+// or Touch set, so a file's mtime may be up to that much earlier than the
+// touch itself: the object is deleted only if mtime + that slack is before
+// cutoff. A node touched at or after cutoff is therefore never deleted,
+// whatever the granularity (see [Store.mtimeSlack]). Within this process
+// it is atomic with respect to Put and Touch of the same hash (they share
+// a striped mutex). Across processes the callers provide the atomicity: GC
+// deletes under the exclusive store-wide [Store.Lock], and writers put and
+// touch under the shared one. The removal is not synced: an object that
+// comes back after a crash is collected again.
 func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time) (bool, error) {
 	if err := s.ready(ctx); err != nil {
 		return false, err
 	}
+	slack := s.mtimeSlack()
 	mu := s.stripe(h)
 	mu.Lock()
 	defer mu.Unlock()
@@ -386,7 +400,7 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 	if err != nil {
 		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
 	}
-	if !fi.ModTime().Before(cutoff) {
+	if !fi.ModTime().Add(slack).Before(cutoff) {
 		return false, nil
 	}
 	if err := s.fs.Remove(path); err != nil {
@@ -396,6 +410,62 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
 	}
 	return true, nil
+}
+
+// fallbackSlack is the mtime slack assumed when it cannot be measured (the
+// probe failed, say on a full disk) or the filesystem rounds times up or
+// to the nearest step rather than truncating them: 2 s, FAT's step, the
+// coarsest of any common filesystem.
+const fallbackSlack = 2 * time.Second
+
+// slackProbe is the time the probe sets: 1 ns before a day boundary (UTC
+// midnight, 2021-01-01), so a filesystem that truncates to any step that
+// divides a day (1 ns, 100 ns, 1 us, 10 ms, 1 s, 2 s, ...) records it
+// exactly one step, less 1 ns, early.
+var slackProbe = time.Unix(1609459199, 999999999)
+
+// mtimeSlack returns how much earlier than the time set the store's
+// filesystem may record a modification time: measured once, by setting
+// slackProbe on a temporary file and reading it back. If the probe fails it
+// returns fallbackSlack and tries again next time.
+func (s *Store) mtimeSlack() time.Duration {
+	s.slackMu.Lock()
+	defer s.slackMu.Unlock()
+	if s.slackKnown {
+		return s.slack
+	}
+	d, err := s.probeSlack()
+	if err != nil {
+		s.log.Debug("could not measure the filesystem's mtime granularity; assuming the coarsest", "err", err, "slack", fallbackSlack)
+		return fallbackSlack
+	}
+	s.slack, s.slackKnown = d, true
+	s.log.Debug("measured the filesystem's mtime granularity", "slack", d)
+	return d
+}
+
+func (s *Store) probeSlack() (time.Duration, error) {
+	f, err := s.fs.CreateTemp(s.tmpDir)
+	if err != nil {
+		return 0, err
+	}
+	defer s.fs.Remove(f.Name())
+	err = f.SetModTime(slackProbe)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Lstat(f.Name())
+	if err != nil {
+		return 0, err
+	}
+	got := fi.ModTime()
+	if got.After(slackProbe) {
+		return fallbackSlack, nil // rounded up or to the nearest step: the step is unknown
+	}
+	return slackProbe.Sub(got), nil
 }
 
 // All lists every object file with its size and age, folder by folder,

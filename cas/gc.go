@@ -42,6 +42,10 @@ type GCStats struct {
 	BytesFreed       int64 // their total size
 	Spared           int   // unreachable objects kept because a writer refreshed them (or an ancestor) meanwhile, or an ancestor failed to delete
 	LogEntriesPruned int
+	// TempFilesRemoved counts the backend's temporary files older than
+	// [StaleTempAge] (crash leftovers) that GC removed (or, in a dry run,
+	// would remove); see [TempCleaner].
+	TempFilesRemoved int
 	Failures         []error // deletions that failed; the sweep went on past them
 	Duration         time.Duration
 }
@@ -75,6 +79,9 @@ type gcObject struct {
 //     it reaches: its whole candidate subgraph is spared. So is the subgraph
 //     of a node whose deletion failed, so the store never holds a node
 //     whose edges are gone.
+//   - Then the backend's temporary files older than [StaleTempAge] are
+//     removed, if it has any ([TempCleaner]); the age is fixed, never the
+//     grace period, so a live writer's file is never taken.
 //   - Finally ref-log entries older than the retention are pruned
 //     ([Refs.PruneLog]).
 //
@@ -171,6 +178,11 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			st.Deleted++
 			st.BytesFreed += objs[h].size
 		}
+		if tc, ok := r.st.(TempCounter); ok {
+			if _, stale, err := tc.CountTemps(ctx); err == nil {
+				st.TempFilesRemoved = stale
+			}
+		}
 		st.Duration = time.Since(began)
 		return st, nil
 	}
@@ -240,6 +252,16 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 		unlock()
 	}
+	if tc, ok := r.st.(TempCleaner); ok {
+		n, err := tc.RemoveStaleTemps(ctx)
+		st.TempFilesRemoved = n
+		if err != nil {
+			st.Failures = append(st.Failures, fmt.Errorf("remove stale temporary files: %w", err))
+		}
+		if n > 0 {
+			r.log.Debug("gc removed stale temporary files", "count", n)
+		}
+	}
 	pruned, err := r.raw.PruneLog(ctx, logCutoff)
 	st.LogEntriesPruned = pruned
 	st.Duration = time.Since(began)
@@ -247,7 +269,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return st, fmt.Errorf("gc: prune ref logs: %w", err)
 	}
 	r.log.Info("gc done", "scanned", st.Scanned, "reachable", st.Reachable, "deleted", st.Deleted,
-		"bytes", st.BytesFreed, "spared", st.Spared, "failures", len(st.Failures), "duration", st.Duration)
+		"bytes", st.BytesFreed, "spared", st.Spared, "temps", st.TempFilesRemoved, "failures", len(st.Failures), "duration", st.Duration)
 	return st, nil
 }
 

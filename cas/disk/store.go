@@ -2,6 +2,7 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,8 @@ type Store struct {
 var (
 	_ cas.Store       = (*Store)(nil)
 	_ cas.BatchPutter = (*Store)(nil)
+	_ cas.TempCleaner = (*Store)(nil)
+	_ cas.TempCounter = (*Store)(nil)
 )
 
 // Names inside a store folder.
@@ -170,27 +173,80 @@ func newStore(dir string, o Options) *Store {
 	return s
 }
 
-// removeStaleTemps removes temporary files whose inode change time is older
-// than the stale age. The change time is set by the kernel (a writer's
-// SetModTime cannot move it back), so a live writer's file is never taken.
+// removeStaleTemps removes the stale temporary files at Open, ignoring
+// errors: a file it cannot remove now, GC retries.
 func (s *Store) removeStaleTemps() {
+	s.cleanTemps(context.Background(), true)
+}
+
+// RemoveStaleTemps removes the temporary files in tmp/ whose inode change
+// time is over an hour ([cas.StaleTempAge]) old: leftovers of writers that
+// crashed. The change time is set by the kernel (a writer's SetModTime
+// cannot move it back), so a live writer's file is never taken. It reports
+// how many it removed, goes on past a file it cannot remove and returns
+// the first such error. It implements [cas.TempCleaner], for GC.
+func (s *Store) RemoveStaleTemps(ctx context.Context) (int, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
+	_, removed, err := s.cleanTemps(ctx, true)
+	return removed, err
+}
+
+// CountTemps reports how many temporary files tmp/ holds and how many of
+// them are stale (see [Store.RemoveStaleTemps]). It implements
+// [cas.TempCounter], for fsck.
+func (s *Store) CountTemps(ctx context.Context) (total, stale int, err error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, 0, err
+	}
+	return s.cleanTemps(ctx, false)
+}
+
+// cleanTemps counts the temporary files and the stale ones among them,
+// removing those if remove is set (stale then counts the removed ones).
+func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, err error) {
 	entries, err := os.ReadDir(s.tmpDir)
 	if err != nil {
-		return
+		return 0, 0, fmt.Errorf("disk: list temporary files: %w", err)
 	}
 	limit := time.Now().Add(-s.opts.staleAge)
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil || fi.IsDir() {
-			continue
-		}
-		if changeTime(fi).Before(limit) {
-			p := filepath.Join(s.tmpDir, e.Name())
-			if err := s.fs.Remove(p); err == nil {
-				s.log.Debug("removed stale temporary file", "path", p)
+	var first error
+	for i, e := range entries {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return total, stale, err
 			}
 		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // renamed into place meanwhile
+		}
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("disk: temporary file: %w", err))
+			continue
+		}
+		if fi.IsDir() {
+			continue
+		}
+		total++
+		if !changeTime(fi).Before(limit) {
+			continue
+		}
+		if !remove {
+			stale++
+			continue
+		}
+		p := filepath.Join(s.tmpDir, e.Name())
+		switch err := s.fs.Remove(p); {
+		case err == nil:
+			stale++
+			s.log.Debug("removed stale temporary file", "path", p)
+		case !errors.Is(err, fs.ErrNotExist):
+			first = cmp.Or(first, fmt.Errorf("disk: remove stale temporary file: %w", err))
+		}
 	}
+	return total, stale, first
 }
 
 // Dir returns the store's folder.

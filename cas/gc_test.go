@@ -1,8 +1,10 @@
 package cas_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -462,5 +464,42 @@ func TestGCUnknownEdges(t *testing.T) {
 				t.Errorf("stats %+v, garbage present %v, %s present %v; want nothing deleted", st, f.has(garbage), odd, f.has(odd))
 			}
 		})
+	}
+}
+
+// TestGCDecisionLog: at debug level GC logs every candidate with its age,
+// every delete and every refusal with the subgraph it spared, so a
+// surprising result can be explained.
+func TestGCDecisionLog(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+	hs := &hookStore{Store: mem}
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	repo, err := cas.Open(t.Context(), hs, mem.Refs(), &cas.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+	garbage := f.text("garbage")
+	kept := f.text("kept")
+	c.Advance(2 * time.Hour)
+	hs.onExclusive = func() {
+		if err := mem.Touch(f.ctx, kept); err != nil {
+			t.Error(err)
+		}
+		hs.onExclusive = nil
+	}
+	f.gc(&cas.GCOptions{BatchSize: 1})
+	log := buf.String()
+	for _, want := range []string{
+		"msg=\"gc candidate\" component=cas hash=" + garbage.String() + " age=2h0m0s",
+		"msg=\"gc candidate\" component=cas hash=" + kept.String() + " age=2h0m0s",
+		"msg=\"gc deleted\" component=cas hash=" + garbage.String(),
+		"msg=\"gc spared\" component=cas hash=" + kept.String() + " why=\"refused: refreshed since the mark began\" subgraph=1",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the debug log lacks %q:\n%s", want, log)
+		}
 	}
 }

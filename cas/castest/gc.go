@@ -24,6 +24,8 @@ var gcTests = []struct {
 	{"ForkBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "fork", 1) }},
 	{"ForkBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "fork", 2) }},
 	{"GetFailsOnceWhileOrdering", testGCGetFailsWhileOrdering},
+	{"CorruptCandidateGoesFirst", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, false) }},
+	{"CorruptCandidateRefreshed", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, true) }},
 }
 
 // RunGC runs the GC interleaving tests against backends made by open, a
@@ -36,8 +38,10 @@ var gcTests = []struct {
 // succeed and keep n and g; before batch 2 it must fail with an error
 // wrapping [cas.ErrNotFound], changing nothing. Another test fails one Get
 // of n while GC orders its candidates: GC must stop having deleted
-// nothing, and the next GC collect both. After each, fsck finds nothing
-// wrong.
+// nothing, and the next GC collect both. On a store that implements
+// [Corrupter], n is damaged: GC must delete it before g (its edges are
+// unknown), or, if a writer refreshes it first, stop having deleted nothing.
+// After each, fsck finds nothing wrong.
 func RunGC(t *testing.T, open func(t *testing.T) (cas.Store, cas.Refs)) {
 	t.Helper()
 	for _, tc := range gcTests {
@@ -273,4 +277,72 @@ func testGCGetFailsWhileOrdering(t *testing.T, g *gcEnv) {
 		t.Errorf("the second GC: %+v, n present %v, g present %v; want both deleted", st, g.has(t, g.n), g.has(t, g.g))
 	}
 	g.fsckClean(t)
+}
+
+// corruptCandidate damages n (its edges are unknown) and runs GC: n must be
+// deleted first, then g; or, if refreshed is set (a writer touches n just
+// before GC deletes it), GC must stop, naming n, with g still present.
+func (g *gcEnv) corruptCandidate(t *testing.T, refreshed bool) {
+	ctx := t.Context()
+	c, ok := g.st.(Corrupter)
+	if !ok {
+		t.Skip("the store does not implement castest.Corrupter")
+	}
+	orig := mustGet(t, g.st, g.n)
+	if !c.Corrupt(g.n, []byte("damaged")) {
+		t.Fatal("Corrupt: n is absent")
+	}
+	var mu sync.Mutex
+	var deletes []cas.Hash
+	g.fault.Fail = func(op string, h cas.Hash) error {
+		if op == "delete" {
+			mu.Lock()
+			deletes = append(deletes, h)
+			mu.Unlock()
+		}
+		return nil
+	}
+	if refreshed {
+		g.hook.before = func(k int) {
+			if k == 2 { // the lock GC takes to delete n
+				if err := g.st.Touch(ctx, g.n); err != nil {
+					t.Errorf("Touch(n): %v", err)
+				}
+			}
+		}
+	}
+	st, err := g.gc(ctx)
+	if !refreshed {
+		if err != nil {
+			t.Fatalf("GC with n corrupt: %v", err)
+		}
+		if len(deletes) != 2 || deletes[0] != g.n || deletes[1] != g.g || st.Deleted != 2 {
+			t.Errorf("GC deleted %v (stats %+v); want n (%s) first, then g (%s)", deletes, st, g.n, g.g)
+		}
+		if g.has(t, g.n) || g.has(t, g.g) {
+			t.Errorf("after GC: n present %v, g present %v; want neither", g.has(t, g.n), g.has(t, g.g))
+		}
+		g.fsckClean(t)
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), g.n.String()) || !strings.Contains(err.Error(), "nothing else deleted") {
+		t.Fatalf("GC with n corrupt and refreshed = %v; want an error naming %s and \"nothing else deleted\"", err, g.n)
+	}
+	if !g.has(t, g.g) || st == nil || st.Deleted != 0 {
+		t.Errorf("stats %+v, g present %v; want nothing deleted", st, g.has(t, g.g))
+	}
+	// The damage is fsck's to report; nothing else is wrong.
+	rep, ferr := g.repo.Fsck(ctx, nil)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	for _, p := range rep.Problems {
+		if p.Hash != g.n || p.Kind != cas.ProblemCorrupt {
+			t.Errorf("fsck: %s", p)
+		}
+	}
+	// Verify would fail on the damaged n: the right bytes heal it.
+	if _, err := g.st.Put(ctx, orig); err != nil {
+		t.Fatalf("heal n: %v", err)
+	}
 }

@@ -160,7 +160,8 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			candidates = append(candidates, h)
 		}
 	}
-	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates))
+	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates),
+		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff)
 	slices.Sort(candidates) // a deterministic order, for tests and for reading the log
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	if debug {

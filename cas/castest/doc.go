@@ -31,7 +31,8 @@
 // # Optional abilities
 //
 // A store that implements [Corrupter] also gets the corruption tests (Get
-// reports [cas.ErrCorrupt], Put heals). A store that implements
+// reports [cas.ErrCorrupt], Put heals; GC deletes a corrupt unreachable
+// node before anything it might reach). A store that implements
 // [cas.BatchPutter] has its PutBatch tested; others are tested through the
 // [cas.PutBatch] fallback.
 //

@@ -413,8 +413,10 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Has
 			skip[h] = true
 			r.log.Debug("gc: a candidate is corrupt", "hash", h, "err", err)
 			continue
+		case errors.Is(err, ErrInvalid):
+			return nil, nil, nil, fmt.Errorf("unreachable object %s is not a node, so what it links to is unknown (fsck reports it; remove it by hand if it is junk): %w", h, err)
 		case err != nil:
-			return nil, nil, nil, fmt.Errorf("unreachable node %s is unreadable, so what it links to is unknown: %w", h, err)
+			return nil, nil, nil, fmt.Errorf("unreachable node %s cannot be read, so what it links to is unknown: %w", h, err)
 		}
 		edges, err := r.edgeHashes(ctx, n)
 		if err != nil {

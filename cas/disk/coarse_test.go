@@ -12,13 +12,19 @@ import (
 )
 
 // coarseFS is a filesystem that records modification times truncated to
-// step, as FAT (2 s) or ext3 (1 s) do.
+// step, as FAT (2 s) or ext3 (1 s) do, or rounded to the nearest step.
 type coarseFS struct {
 	atomicfile.FS
-	step time.Duration
+	step    time.Duration
+	nearest bool
 }
 
-func (c coarseFS) round(t time.Time) time.Time { return t.Truncate(c.step) }
+func (c coarseFS) round(t time.Time) time.Time {
+	if c.nearest {
+		return t.Round(c.step)
+	}
+	return t.Truncate(c.step)
+}
 
 func (c coarseFS) Chtimes(path string, t time.Time) error { return c.FS.Chtimes(path, c.round(t)) }
 
@@ -87,6 +93,35 @@ func TestDeleteIfOlderCoarseMtimes(t *testing.T) {
 				t.Errorf("DeleteIfOlder(cutoff %v) of an object put at %v = %v, %v; want deleted", mtime.Add(step), put, ok, err)
 			}
 		})
+	}
+}
+
+// TestDeleteIfOlderRoundedMtimes: a filesystem that rounds mtimes to the
+// nearest step (rather than truncating) cannot be measured by the probe, so
+// the store allows the coarsest common step, 2 s: an object put at or after
+// cutoff is kept although its mtime was rounded down.
+func TestDeleteIfOlderRoundedMtimes(t *testing.T) {
+	c := &clock{t: time.Date(2024, 5, 1, 12, 0, 0, 400_000_000, time.UTC)}
+	opts := &disk.Options{Durability: disk.DurabilityNone, Now: c.Now}
+	disk.SetFS(opts, coarseFS{FS: atomicfile.OS, step: time.Second, nearest: true})
+	s := newStore(t, opts)
+	ctx := t.Context()
+	put := c.Now()
+	h, err := s.Put(ctx, []byte("object"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cutoff time.Time
+		want   bool
+	}{
+		{put, false},
+		{put.Add(time.Second), false}, // within the assumed 2 s of the rounded mtime
+		{put.Truncate(time.Second).Add(2*time.Second + time.Nanosecond), true},
+	} {
+		if ok, err := s.DeleteIfOlder(ctx, h, tc.cutoff); ok != tc.want || err != nil {
+			t.Errorf("DeleteIfOlder(cutoff %v) of an object put at %v = %v, %v; want %v", tc.cutoff, put, ok, err, tc.want)
+		}
 	}
 }
 

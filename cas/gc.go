@@ -46,7 +46,7 @@ type GCStats struct {
 	// [StaleTempAge] (crash leftovers) that GC removed (or, in a dry run,
 	// would remove); see [TempCleaner].
 	TempFilesRemoved int
-	Failures         []error // deletions that failed; the sweep went on past them
+	Failures         []error // deletions that failed (objects, stale temporary files); GC went on past them
 	Duration         time.Duration
 }
 

@@ -52,6 +52,11 @@ type FsckReport struct {
 	Objects  int // objects checked
 	Refs     int // refs checked
 	Problems []Problem
+	// TempFiles counts the backend's temporary files, and StaleTempFiles
+	// those older than [StaleTempAge]: crash leftovers, which GC removes.
+	// Neither is a problem; both are 0 for a backend without them
+	// ([TempCounter]).
+	TempFiles, StaleTempFiles int
 }
 
 // OK reports whether nothing was found wrong.
@@ -75,7 +80,8 @@ type FsckOptions struct {
 // Fsck checks the whole store: every object re-hashed, decoded, canonical,
 // valid against its schema, with every edge present; every ref pointing at
 // a present node and equal to its log's newest entry; plus the registered
-// extra checks. Each problem names the refs that reach it. The error is for
+// extra checks. Each problem names the refs that reach it. It also counts
+// the backend's temporary files, if it has any ([TempCounter]). The error is for
 // a failure to read the store at all (listing, a cancelled context), not
 // for problems found.
 func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
@@ -197,6 +203,12 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 				}
 				add(p)
 			}
+		}
+	}
+	if tc, ok := r.st.(TempCounter); ok {
+		var err error
+		if rep.TempFiles, rep.StaleTempFiles, err = tc.CountTemps(ctx); err != nil {
+			return nil, fmt.Errorf("fsck: count temporary files: %w", err)
 		}
 	}
 	for i := range rep.Problems {

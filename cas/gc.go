@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -40,7 +42,11 @@ type GCStats struct {
 	BytesFreed       int64 // their total size
 	Spared           int   // unreachable objects kept because a writer refreshed them (or an ancestor) meanwhile, or an ancestor failed to delete
 	LogEntriesPruned int
-	Failures         []error // deletions that failed; the sweep went on past them
+	// TempFilesRemoved counts the backend's temporary files older than
+	// [StaleTempAge] (crash leftovers) that GC removed (or, in a dry run,
+	// would remove); see [TempCleaner].
+	TempFilesRemoved int
+	Failures         []error // deletions that failed (objects, stale temporary files); GC went on past them
 	Duration         time.Duration
 }
 
@@ -60,6 +66,11 @@ type gcObject struct {
 //     wrapping [ErrLocked].
 //   - The mark fails closed: if a reachable node is missing or corrupt, GC
 //     stops before deleting anything, naming the node and its root.
+//   - The order fails closed too: an unreachable node that cannot be read
+//     or decoded has unknown edges, so GC stops before deleting anything,
+//     naming it. One that is corrupt (fails its re-hash) is deleted first,
+//     before any other, with the same conditional delete; if that delete
+//     fails or is refused, GC stops there, having deleted nothing else.
 //   - The sweep deletes parents before their children, in short batches
 //     under the exclusive store-wide lock, each with
 //     [Store.DeleteIfOlder](h, markStart - grace). A node that a writer
@@ -68,11 +79,16 @@ type gcObject struct {
 //     it reaches: its whole candidate subgraph is spared. So is the subgraph
 //     of a node whose deletion failed, so the store never holds a node
 //     whose edges are gone.
+//   - Then the backend's temporary files older than [StaleTempAge] are
+//     removed, if it has any ([TempCleaner]); the age is fixed, never the
+//     grace period, so a live writer's file is never taken.
 //   - Finally ref-log entries older than the retention are pruned
 //     ([Refs.PruneLog]).
 //
-// The returned stats are valid even with an error from the sweep (a
-// cancelled context).
+// The returned stats are valid even with an error from the ordering or the
+// sweep (an unreadable candidate, a cancelled context). At debug level GC
+// logs its decisions: each candidate with its age, each delete, refusal,
+// spared subgraph and failure.
 func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	var o GCOptions
 	if opts != nil {
@@ -144,16 +160,39 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			candidates = append(candidates, h)
 		}
 	}
-	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates))
+	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates),
+		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff)
+	slices.Sort(candidates) // a deterministic order, for tests and for reading the log
+	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	if debug {
+		for _, h := range candidates {
+			r.log.Debug("gc candidate", "hash", h, "age", markStart.Sub(objs[h].time), "size", objs[h].size)
+		}
+	}
+	order, children, corrupt, err := r.parentsFirst(ctx, candidates)
+	if err != nil {
+		st.Duration = time.Since(began)
+		return st, fmt.Errorf("gc: %w: nothing deleted", err)
+	}
 	if o.DryRun {
 		for _, h := range candidates {
 			st.Deleted++
 			st.BytesFreed += objs[h].size
 		}
+		if tc, ok := r.st.(TempCounter); ok {
+			if _, stale, err := tc.CountTemps(ctx); err == nil {
+				st.TempFilesRemoved = stale
+			}
+		}
 		st.Duration = time.Since(began)
 		return st, nil
 	}
-	order, children := r.parentsFirst(ctx, candidates)
+	// A corrupt candidate's edges are unknown: it goes first, before
+	// anything it might reach, or nothing goes at all.
+	if err := r.sweepCorrupt(ctx, corrupt, cutoff, objs, st); err != nil {
+		st.Duration = time.Since(began)
+		return st, fmt.Errorf("gc: %w", err)
+	}
 	spared := map[Hash]bool{}
 	spare := func(h Hash) {
 		stack := []Hash{h}
@@ -167,6 +206,11 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			st.Spared++
 			stack = append(stack, children[h]...)
 		}
+	}
+	spareFrom := func(h Hash, why string) {
+		before := st.Spared
+		spare(h)
+		r.log.Debug("gc spared", "hash", h, "why", why, "subgraph", st.Spared-before)
 	}
 	for start := 0; start < len(order); start += o.BatchSize {
 		if err := ctx.Err(); err != nil {
@@ -187,18 +231,37 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			switch {
 			case err != nil:
 				st.Failures = append(st.Failures, fmt.Errorf("delete %s: %w", h, err))
-				spare(h)
+				spareFrom(h, "its delete failed: "+err.Error())
 			case deleted:
 				st.Deleted++
 				st.BytesFreed += objs[h].size
+				if debug {
+					r.log.Debug("gc deleted", "hash", h, "size", objs[h].size)
+				}
 			default:
 				// Refreshed since the mark began, or gone already.
-				if ok, err := r.st.Has(ctx, h); err != nil || ok {
-					spare(h)
+				ok, err := r.st.Has(ctx, h)
+				switch {
+				case err != nil:
+					spareFrom(h, "refused, and its presence is unknown: "+err.Error())
+				case ok:
+					spareFrom(h, "refused: refreshed since the mark began")
+				case debug:
+					r.log.Debug("gc gone already", "hash", h)
 				}
 			}
 		}
 		unlock()
+	}
+	if tc, ok := r.st.(TempCleaner); ok {
+		n, err := tc.RemoveStaleTemps(ctx)
+		st.TempFilesRemoved = n
+		if err != nil {
+			st.Failures = append(st.Failures, fmt.Errorf("remove stale temporary files: %w", err))
+		}
+		if n > 0 {
+			r.log.Debug("gc removed stale temporary files", "count", n)
+		}
 	}
 	pruned, err := r.raw.PruneLog(ctx, logCutoff)
 	st.LogEntriesPruned = pruned
@@ -207,7 +270,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return st, fmt.Errorf("gc: prune ref logs: %w", err)
 	}
 	r.log.Info("gc done", "scanned", st.Scanned, "reachable", st.Reachable, "deleted", st.Deleted,
-		"bytes", st.BytesFreed, "spared", st.Spared, "failures", len(st.Failures), "duration", st.Duration)
+		"bytes", st.BytesFreed, "spared", st.Spared, "temps", st.TempFilesRemoved, "failures", len(st.Failures), "duration", st.Duration)
 	return st, nil
 }
 
@@ -320,22 +383,44 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 
 // parentsFirst orders candidates so that every node comes before the
 // candidates it reaches, and returns each candidate's candidate children.
-// A candidate that cannot be read or decoded has no known children.
-func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) ([]Hash, map[Hash][]Hash) {
+// It fails closed: a candidate whose edges cannot be known is an error
+// naming it (the sweep must not delete what it might reach), except one
+// whose bytes are corrupt, which is returned in corrupt for the caller to
+// delete before anything else. A candidate gone since the listing is
+// skipped: it holds no edges any more.
+func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
 	isCand := make(map[Hash]bool, len(candidates))
 	for _, h := range candidates {
 		isCand[h] = true
 	}
-	children := make(map[Hash][]Hash)
+	children = make(map[Hash][]Hash)
 	indeg := make(map[Hash]int, len(candidates))
-	for _, h := range candidates {
+	skip := map[Hash]bool{} // gone or corrupt: not ordered
+	for i, h := range candidates {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		n, err := r.Get(ctx, h)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			skip[h] = true
+			r.log.Debug("gc: a candidate is gone since the listing", "hash", h)
 			continue
+		case errors.Is(err, ErrCorrupt):
+			corrupt = append(corrupt, h)
+			skip[h] = true
+			r.log.Debug("gc: a candidate is corrupt", "hash", h, "err", err)
+			continue
+		case errors.Is(err, ErrInvalid):
+			return nil, nil, nil, fmt.Errorf("unreachable object %s is not a node, so what it links to is unknown (fsck reports it; remove it by hand if it is junk): %w", h, err)
+		case err != nil:
+			return nil, nil, nil, fmt.Errorf("unreachable node %s cannot be read, so what it links to is unknown: %w", h, err)
 		}
 		edges, err := r.edgeHashes(ctx, n)
 		if err != nil {
-			continue
+			return nil, nil, nil, fmt.Errorf("unreachable node %s: its edges cannot be found, so what it links to is unknown: %w", h, err)
 		}
 		for _, e := range edges {
 			if isCand[e] {
@@ -344,7 +429,16 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) ([]Hash, map
 			}
 		}
 	}
-	order := make([]Hash, 0, len(candidates))
+	if len(skip) > 0 {
+		rest := make([]Hash, 0, len(candidates))
+		for _, h := range candidates {
+			if !skip[h] {
+				rest = append(rest, h)
+			}
+		}
+		candidates = rest
+	}
+	order = make([]Hash, 0, len(candidates))
 	for _, h := range candidates {
 		if indeg[h] == 0 {
 			order = append(order, h)
@@ -368,5 +462,36 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) ([]Hash, map
 			}
 		}
 	}
-	return order, children
+	return order, children, corrupt, nil
+}
+
+// sweepCorrupt deletes the corrupt candidates, each under the exclusive
+// store-wide lock with the same conditional delete as the sweep. Their edges
+// are unknown, so if one cannot be deleted (the delete fails, or a writer
+// refreshed it since the mark began) the error names it and GC must delete
+// nothing else.
+func (r *Repo) sweepCorrupt(ctx context.Context, corrupt []Hash, cutoff time.Time, objs map[Hash]gcObject, st *GCStats) error {
+	for _, h := range corrupt {
+		unlock, err := r.st.Lock(ctx, true)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		deleted, err := r.st.DeleteIfOlder(ctx, h, cutoff)
+		var present bool
+		if err == nil && !deleted {
+			present, err = r.st.Has(ctx, h)
+		}
+		unlock()
+		switch {
+		case err != nil:
+			return fmt.Errorf("unreachable node %s is corrupt, so what it links to is unknown, and deleting it failed: %w: nothing else deleted", h, err)
+		case deleted:
+			st.Deleted++
+			st.BytesFreed += objs[h].size
+			r.log.Debug("gc deleted a corrupt node", "hash", h, "size", objs[h].size)
+		case present:
+			return fmt.Errorf("unreachable node %s is corrupt, so what it links to is unknown, and a writer refreshed it since GC began (delete refused): nothing else deleted", h)
+		}
+	}
+	return nil
 }

@@ -1,8 +1,10 @@
 package cas_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +328,178 @@ func TestGCAfterShortRetention(t *testing.T) {
 		t.Errorf("the second GC: %+v, garbage present %v", st, f.has(garbage))
 	}
 	f.fsckClean()
+}
+
+// TestGCCorruptCandidate: an unreachable node that fails its re-hash has
+// unknown edges. GC deletes it before anything else, with the same
+// conditional delete; if that delete fails or is refused, GC stops having
+// deleted nothing else.
+func TestGCCorruptCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fail    string // "": the delete works; "delete": it fails; "touch": a writer refreshes the node first
+		wantErr string
+	}{
+		{name: "deleted first"},
+		{name: "delete fails", fail: "delete", wantErr: "deleting it failed"},
+		{name: "refreshed", fail: "touch", wantErr: "delete refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+			mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+			var bad cas.Hash
+			var deletes []cas.Hash
+			var mu sync.Mutex
+			faulty := &castest.FaultyStore{Store: mem, Fail: func(op string, h cas.Hash) error {
+				if op != "delete" {
+					return nil
+				}
+				if tc.fail == "delete" && h == bad {
+					return castest.ErrInjected
+				}
+				mu.Lock()
+				deletes = append(deletes, h)
+				mu.Unlock()
+				return nil
+			}}
+			hs := &hookStore{Store: faulty}
+			repo, err := cas.Open(t.Context(), hs, mem.Refs(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+			note := f.schema("note", mustJSON(t, noteSchema))
+			body := f.text("body")
+			bad = f.put(note, map[string]any{"title": "bad", "body": body.String()})
+			garbage := f.text("garbage")
+			c.Advance(2 * time.Hour)
+			if !mem.Corrupt(bad, []byte(`{"payload":"x","type":"`+cas.ContentSchema.String()+`"}`)) {
+				t.Fatal("Corrupt: absent")
+			}
+			if tc.fail == "touch" {
+				hs.onExclusive = func() {
+					if err := mem.Touch(f.ctx, bad); err != nil {
+						t.Error(err)
+					}
+					hs.onExclusive = nil
+				}
+			}
+			st, err := repo.GC(f.ctx, nil)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("GC: %v", err)
+				}
+				if len(deletes) != 3 || deletes[0] != bad || f.has(bad) || f.has(body) || f.has(garbage) {
+					t.Errorf("deletes %v (want %s first, 3 in all); bad present %v, body %v, garbage %v", deletes, bad, f.has(bad), f.has(body), f.has(garbage))
+				}
+				if st.Deleted != 3 {
+					t.Errorf("Deleted = %d, want 3", st.Deleted)
+				}
+				f.fsckClean()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), bad.String()) || !strings.Contains(err.Error(), tc.wantErr) ||
+				!strings.Contains(err.Error(), "nothing else deleted") {
+				t.Errorf("GC = %v; want an error naming %s, %q and \"nothing else deleted\"", err, bad, tc.wantErr)
+			}
+			if len(deletes) > 1 || !f.has(body) || !f.has(garbage) || st == nil || st.Deleted != 0 {
+				t.Errorf("deletes %v, stats %+v, body present %v, garbage %v; want nothing deleted", deletes, st, f.has(body), f.has(garbage))
+			}
+		})
+	}
+}
+
+// TestGCUnknownEdges: an unreachable object whose edges cannot be found
+// (not a node; a node whose type is unreadable) stops GC, dry run or not,
+// before anything is deleted, with an error naming it.
+func TestGCUnknownEdges(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dryRun bool
+		notes  bool // an unreadable type instead of bytes that are not a node
+	}{
+		{name: "not a node"},
+		{name: "not a node, dry run", dryRun: true},
+		{name: "type unreadable", notes: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+			mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+			var typ cas.Hash
+			faulty := &castest.FaultyStore{Store: mem}
+			repo, err := cas.Open(t.Context(), faulty, mem.Refs(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+			garbage := f.text("garbage")
+			var odd cas.Hash
+			if tc.notes {
+				typ = f.schema("note", mustJSON(t, noteSchema))
+				odd = f.put(typ, map[string]any{"title": "t", "body": garbage.String()})
+				// A fresh repo has no compiled schema cached.
+				if repo, err = cas.Open(t.Context(), faulty, mem.Refs(), nil); err != nil {
+					t.Fatal(err)
+				}
+				// The mark reads the type once (it is reachable from its
+				// ref); the ordering's read, to find odd's edges, fails.
+				gets := 0
+				faulty.Fail = func(op string, h cas.Hash) error {
+					if op == "get" && h == typ {
+						if gets++; gets > 1 {
+							return castest.ErrInjected
+						}
+					}
+					return nil
+				}
+			} else if odd, err = mem.Put(f.ctx, []byte("not a node")); err != nil {
+				t.Fatal(err)
+			}
+			c.Advance(2 * time.Hour)
+			st, err := repo.GC(f.ctx, &cas.GCOptions{DryRun: tc.dryRun})
+			if err == nil || !strings.Contains(err.Error(), odd.String()) || !strings.Contains(err.Error(), "nothing deleted") {
+				t.Fatalf("GC = %v; want an error naming %s and \"nothing deleted\"", err, odd)
+			}
+			if !f.has(garbage) || !f.has(odd) || st.Deleted != 0 {
+				t.Errorf("stats %+v, garbage present %v, %s present %v; want nothing deleted", st, f.has(garbage), odd, f.has(odd))
+			}
+		})
+	}
+}
+
+// TestGCDecisionLog: at debug level GC logs every candidate with its age,
+// every delete and every refusal with the subgraph it spared, so a
+// surprising result can be explained.
+func TestGCDecisionLog(t *testing.T) {
+	c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+	hs := &hookStore{Store: mem}
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	repo, err := cas.Open(t.Context(), hs, mem.Refs(), &cas.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+	garbage := f.text("garbage")
+	kept := f.text("kept")
+	c.Advance(2 * time.Hour)
+	hs.onExclusive = func() {
+		if err := mem.Touch(f.ctx, kept); err != nil {
+			t.Error(err)
+		}
+		hs.onExclusive = nil
+	}
+	f.gc(&cas.GCOptions{BatchSize: 1})
+	log := buf.String()
+	for _, want := range []string{
+		"msg=\"gc candidate\" component=cas hash=" + garbage.String() + " age=2h0m0s",
+		"msg=\"gc candidate\" component=cas hash=" + kept.String() + " age=2h0m0s",
+		"msg=\"gc deleted\" component=cas hash=" + garbage.String(),
+		"msg=\"gc spared\" component=cas hash=" + kept.String() + " why=\"refused: refreshed since the mark began\" subgraph=1",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the debug log lacks %q:\n%s", want, log)
+		}
+	}
 }

@@ -29,8 +29,9 @@ type clock func(ctx context.Context) (time.Time, error)
 func localClock(context.Context) (time.Time, error) { return time.Now(), nil }
 
 // Run runs every conformance test against backends made by open: a fresh,
-// empty store and its refs for each subtest, sharing one clock. Store tests
-// re-hash every object when they end ([Verify]).
+// empty store and its refs for each subtest, sharing one clock: the store
+// tests, the refs tests and the GC interleaving tests ([RunGC]). Store and
+// GC tests re-hash every object when they end ([Verify]).
 func Run(t *testing.T, open func(t *testing.T) (cas.Store, cas.Refs)) {
 	t.Helper()
 	t.Run("Store", func(t *testing.T) {
@@ -45,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) (cas.Store, cas.Refs)) {
 			return r, s.Now
 		})
 	})
+	t.Run("GC", func(t *testing.T) { RunGC(t, open) })
 }
 
 // RunStore runs the [cas.Store] conformance tests against stores made by

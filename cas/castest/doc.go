@@ -15,6 +15,10 @@
 // and re-hashes every object when the subtest ends ([Verify]). [RunStore]
 // and [RunRefs] run the halves separately.
 //
+// [Run] also runs the GC interleaving tests ([RunGC]): [cas.Repo.GC] over
+// the backend with a writer acting between sweep batches, or a read that
+// fails while GC orders its candidates; each ends with a clean fsck.
+//
 // # Clocks
 //
 // The suite never sets a backend's clock: it reads it with
@@ -27,7 +31,8 @@
 // # Optional abilities
 //
 // A store that implements [Corrupter] also gets the corruption tests (Get
-// reports [cas.ErrCorrupt], Put heals). A store that implements
+// reports [cas.ErrCorrupt], Put heals; GC deletes a corrupt unreachable
+// node before anything it might reach). A store that implements
 // [cas.BatchPutter] has its PutBatch tested; others are tested through the
 // [cas.PutBatch] fallback.
 //

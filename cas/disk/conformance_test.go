@@ -1,6 +1,8 @@
 package disk_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/uncaged/uwf/cas"
@@ -18,6 +20,23 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return st, st.Refs()
+		return corruptible{st}, st.Refs()
 	})
+}
+
+// corruptible adds castest.Corrupter to a store: it overwrites an object's
+// file in place, keeping its modification time, as a bit flip would.
+type corruptible struct{ *disk.Store }
+
+func (c corruptible) Corrupt(h cas.Hash, data []byte) bool {
+	name := h.String()
+	path := filepath.Join(c.Dir(), "objects", name[len(name)-2:], name)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return false
+	}
+	return os.Chtimes(path, fi.ModTime(), fi.ModTime()) == nil
 }

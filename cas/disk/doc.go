@@ -13,7 +13,9 @@
 //	FORMAT                    "uwf store 1\nbackend disk\nhash xxh64\n"
 //	objects/YZ/<HASH>         an object's bytes; YZ = the last two characters
 //	                          of its 13-character canonical hash; the file's
-//	                          modification time is the object's age
+//	                          modification time is the object's age (read
+//	                          allowing for the filesystem's granularity:
+//	                          see Store.DeleteIfOlder)
 //	tmp/.tmp-<pid>-<n>        temporary files, published by rename or link
 //	refs/<lower-cased name>   a ref: "<HASH> <Name>\n" (Name case-preserved)
 //	logs/<lower-cased name>@.jsonl
@@ -85,8 +87,10 @@
 //     published only once complete); a store that is damaged anyway (a bit
 //     flip, a truncated file) is detected by [Store.Get], which re-hashes
 //     every read, and healed by putting the right bytes again;
-//   - temporary files left in tmp/ are removed by Open once their inode
-//     change time (which only the kernel sets) is an hour old;
+//   - temporary files left in tmp/ are removed by Open, and by every GC
+//     ([Store.RemoveStaleTemps]), once their inode change time (which only
+//     the kernel sets) is an hour old ([cas.StaleTempAge]); fsck counts
+//     them ([Store.CountTemps]);
 //   - a ref and its visible log agree. A change is made under the ref's
 //     locks in this order: (1) read the ref and check the expected value;
 //     (2) append the log line and sync it; (3) replace the ref file (or

@@ -79,8 +79,8 @@ const (
 )
 
 // defaultStaleAge is how old (by inode change time) a temporary file must be
-// for Open to remove it: far longer than any write takes.
-const defaultStaleAge = time.Hour
+// for Open and GC to remove it: far longer than any write takes.
+const defaultStaleAge = cas.StaleTempAge
 
 func (o *Options) withDefaults() Options {
 	var c Options

@@ -2,6 +2,7 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,13 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
+	// slack is how much earlier than the time set the filesystem may
+	// record a modification time (its granularity, less 1ns), measured
+	// once by probeSlack; slackKnown says it was.
+	slackMu    sync.Mutex
+	slack      time.Duration
+	slackKnown bool
+
 	// stripes make Put, Touch and DeleteIfOlder of one hash atomic with
 	// respect to each other within the process; across processes callers
 	// hold the store-wide lock (see DeleteIfOlder).
@@ -48,6 +56,8 @@ type Store struct {
 var (
 	_ cas.Store       = (*Store)(nil)
 	_ cas.BatchPutter = (*Store)(nil)
+	_ cas.TempCleaner = (*Store)(nil)
+	_ cas.TempCounter = (*Store)(nil)
 )
 
 // Names inside a store folder.
@@ -163,27 +173,80 @@ func newStore(dir string, o Options) *Store {
 	return s
 }
 
-// removeStaleTemps removes temporary files whose inode change time is older
-// than the stale age. The change time is set by the kernel (a writer's
-// SetModTime cannot move it back), so a live writer's file is never taken.
+// removeStaleTemps removes the stale temporary files at Open, ignoring
+// errors: a file it cannot remove now, GC retries.
 func (s *Store) removeStaleTemps() {
+	s.cleanTemps(context.Background(), true)
+}
+
+// RemoveStaleTemps removes the temporary files in tmp/ whose inode change
+// time is over an hour ([cas.StaleTempAge]) old: leftovers of writers that
+// crashed. The change time is set by the kernel (a writer's SetModTime
+// cannot move it back), so a live writer's file is never taken. It reports
+// how many it removed, goes on past a file it cannot remove and returns
+// the first such error. It implements [cas.TempCleaner], for GC.
+func (s *Store) RemoveStaleTemps(ctx context.Context) (int, error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, err
+	}
+	_, removed, err := s.cleanTemps(ctx, true)
+	return removed, err
+}
+
+// CountTemps reports how many temporary files tmp/ holds and how many of
+// them are stale (see [Store.RemoveStaleTemps]). It implements
+// [cas.TempCounter], for fsck.
+func (s *Store) CountTemps(ctx context.Context) (total, stale int, err error) {
+	if err := s.ready(ctx); err != nil {
+		return 0, 0, err
+	}
+	return s.cleanTemps(ctx, false)
+}
+
+// cleanTemps counts the temporary files and the stale ones among them,
+// removing those if remove is set (stale then counts the removed ones).
+func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, err error) {
 	entries, err := os.ReadDir(s.tmpDir)
 	if err != nil {
-		return
+		return 0, 0, fmt.Errorf("disk: list temporary files: %w", err)
 	}
 	limit := time.Now().Add(-s.opts.staleAge)
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil || fi.IsDir() {
-			continue
-		}
-		if changeTime(fi).Before(limit) {
-			p := filepath.Join(s.tmpDir, e.Name())
-			if err := s.fs.Remove(p); err == nil {
-				s.log.Debug("removed stale temporary file", "path", p)
+	var first error
+	for i, e := range entries {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return total, stale, err
 			}
 		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // renamed into place meanwhile
+		}
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("disk: temporary file: %w", err))
+			continue
+		}
+		if fi.IsDir() {
+			continue
+		}
+		total++
+		if !changeTime(fi).Before(limit) {
+			continue
+		}
+		if !remove {
+			stale++
+			continue
+		}
+		p := filepath.Join(s.tmpDir, e.Name())
+		switch err := s.fs.Remove(p); {
+		case err == nil:
+			stale++
+			s.log.Debug("removed stale temporary file", "path", p)
+		case !errors.Is(err, fs.ErrNotExist):
+			first = cmp.Or(first, fmt.Errorf("disk: remove stale temporary file: %w", err))
+		}
 	}
+	return total, stale, first
 }
 
 // Dir returns the store's folder.
@@ -365,16 +428,23 @@ func (s *Store) Touch(ctx context.Context, h cas.Hash) error {
 }
 
 // DeleteIfOlder deletes the object at h only if its age (modification time)
-// is still before cutoff, and reports whether it deleted; an absent object
-// is (false, nil). Within this process it is atomic with respect to Put and
-// Touch of the same hash (they share a striped mutex). Across processes the
-// callers provide the atomicity: GC deletes under the exclusive store-wide
-// [Store.Lock], and writers put and touch under the shared one. The removal
-// is not synced: an object that comes back after a crash is collected again.
+// is still certainly before cutoff, and reports whether it deleted; an
+// absent object is (false, nil). A filesystem records modification times
+// at some granularity (1 ns on ext4, 2 s on FAT), truncating the time Put
+// or Touch set, so a file's mtime may be up to that much earlier than the
+// touch itself: the object is deleted only if mtime + that slack is before
+// cutoff. A node touched at or after cutoff is therefore never deleted,
+// whatever the granularity (see [Store.mtimeSlack]). Within this process
+// it is atomic with respect to Put and Touch of the same hash (they share
+// a striped mutex). Across processes the callers provide the atomicity: GC
+// deletes under the exclusive store-wide [Store.Lock], and writers put and
+// touch under the shared one. The removal is not synced: an object that
+// comes back after a crash is collected again.
 func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time) (bool, error) {
 	if err := s.ready(ctx); err != nil {
 		return false, err
 	}
+	slack := s.mtimeSlack()
 	mu := s.stripe(h)
 	mu.Lock()
 	defer mu.Unlock()
@@ -386,7 +456,7 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 	if err != nil {
 		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
 	}
-	if !fi.ModTime().Before(cutoff) {
+	if !fi.ModTime().Add(slack).Before(cutoff) {
 		return false, nil
 	}
 	if err := s.fs.Remove(path); err != nil {
@@ -396,6 +466,62 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: err}
 	}
 	return true, nil
+}
+
+// fallbackSlack is the mtime slack assumed when it cannot be measured (the
+// probe failed, say on a full disk) or the filesystem rounds times up or
+// to the nearest step rather than truncating them: 2 s, FAT's step, the
+// coarsest of any common filesystem.
+const fallbackSlack = 2 * time.Second
+
+// slackProbe is the time the probe sets: 1 ns before a day boundary (UTC
+// midnight, 2021-01-01), so a filesystem that truncates to any step that
+// divides a day (1 ns, 100 ns, 1 us, 10 ms, 1 s, 2 s, ...) records it
+// exactly one step, less 1 ns, early.
+var slackProbe = time.Unix(1609459199, 999999999)
+
+// mtimeSlack returns how much earlier than the time set the store's
+// filesystem may record a modification time: measured once, by setting
+// slackProbe on a temporary file and reading it back. If the probe fails it
+// returns fallbackSlack and tries again next time.
+func (s *Store) mtimeSlack() time.Duration {
+	s.slackMu.Lock()
+	defer s.slackMu.Unlock()
+	if s.slackKnown {
+		return s.slack
+	}
+	d, err := s.probeSlack()
+	if err != nil {
+		s.log.Debug("could not measure the filesystem's mtime granularity; assuming the coarsest", "err", err, "slack", fallbackSlack)
+		return fallbackSlack
+	}
+	s.slack, s.slackKnown = d, true
+	s.log.Debug("measured the filesystem's mtime granularity", "slack", d)
+	return d
+}
+
+func (s *Store) probeSlack() (time.Duration, error) {
+	f, err := s.fs.CreateTemp(s.tmpDir)
+	if err != nil {
+		return 0, err
+	}
+	defer s.fs.Remove(f.Name())
+	err = f.SetModTime(slackProbe)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Lstat(f.Name())
+	if err != nil {
+		return 0, err
+	}
+	got := fi.ModTime()
+	if got.After(slackProbe) {
+		return fallbackSlack, nil // rounded up or to the nearest step: the step is unknown
+	}
+	return slackProbe.Sub(got), nil
 }
 
 // All lists every object file with its size and age, folder by folder,

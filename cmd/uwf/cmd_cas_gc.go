@@ -24,8 +24,9 @@ func casGCCommand() *cli.Command {
 retention, every node younger than the grace period, each with everything it
 reaches. Durations are Go durations (90m, 1h30m) or days (7d, 1d12h); 0
 means none. Prints nodes scanned, reachable, deleted, bytes freed, spared,
-log entries pruned, failures and time taken; with --json, one object.
-Exits 1 if any deletion failed.`,
+log entries pruned, temporary files removed (crash leftovers over an hour
+old, whatever the grace), failures and time taken; with --json, one
+object. Exits 1 if any deletion failed.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be deleted, change nothing"},
 			&cli.StringFlag{Name: "grace", Usage: "keep nodes put or touched within `D`", DefaultText: "1h"},
@@ -117,18 +118,19 @@ func runGC(ctx context.Context, w io.Writer, s *session, opts *cas.GCOptions) er
 			BytesFreed       int64    `json:"bytesFreed"`
 			Spared           int      `json:"spared"`
 			LogEntriesPruned int      `json:"logEntriesPruned"`
+			TempFilesRemoved int      `json:"tempFilesRemoved"`
 			Failures         []string `json:"failures"`
 			DurationMs       int64    `json:"durationMs"`
 		}{st.DryRun, st.Scanned, st.Reachable, st.Deleted, st.BytesFreed, st.Spared,
-			st.LogEntriesPruned, failures, st.Duration.Milliseconds()})
+			st.LogEntriesPruned, st.TempFilesRemoved, failures, st.Duration.Milliseconds()})
 	} else {
-		verb, freed := "deleted", "bytes freed"
+		verb, freed, temps := "deleted", "bytes freed", "temp files removed"
 		if st.DryRun {
-			verb, freed = "would delete", "bytes to free"
+			verb, freed, temps = "would delete", "bytes to free", "would remove temps"
 		}
-		_, err = fmt.Fprintf(w, "nodes scanned:      %d\nreachable:          %d\n%-19s %d\n%-19s %d\nspared:             %d\nlog entries pruned: %d\nfailures:           %d\ntime taken:         %s\n",
+		_, err = fmt.Fprintf(w, "nodes scanned:      %d\nreachable:          %d\n%-19s %d\n%-19s %d\nspared:             %d\nlog entries pruned: %d\n%-19s %d\nfailures:           %d\ntime taken:         %s\n",
 			st.Scanned, st.Reachable, verb+":", st.Deleted, freed+":", st.BytesFreed, st.Spared,
-			st.LogEntriesPruned, len(st.Failures), st.Duration.Round(time.Millisecond))
+			st.LogEntriesPruned, temps+":", st.TempFilesRemoved, len(st.Failures), st.Duration.Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
@@ -186,14 +188,20 @@ func runFsck(ctx context.Context, w io.Writer, s *session) error {
 			}
 		}
 		err = writeJSON(w, struct {
-			OK       bool      `json:"ok"`
-			Objects  int       `json:"objects"`
-			Refs     int       `json:"refs"`
-			Problems []problem `json:"problems"`
-		}{rep.OK(), rep.Objects, rep.Refs, ps})
+			OK             bool      `json:"ok"`
+			Objects        int       `json:"objects"`
+			Refs           int       `json:"refs"`
+			TempFiles      int       `json:"tempFiles"`
+			StaleTempFiles int       `json:"staleTempFiles"`
+			Problems       []problem `json:"problems"`
+		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())
+		}
+		if rep.TempFiles > 0 {
+			fmt.Fprintf(w, "temporary files: %d (%d over an hour old: left by crashed writers; gc removes them)\n",
+				rep.TempFiles, rep.StaleTempFiles)
 		}
 		_, err = fmt.Fprintf(w, "checked %d objects and %d refs: %d problem%s\n",
 			rep.Objects, rep.Refs, len(rep.Problems), plural(len(rep.Problems)))

@@ -32,6 +32,13 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if kind := os.Getenv("UWF_TEST_SOAK"); kind != "" {
+		if err := soakWorker(kind, os.Args[len(os.Args)-countWorkerArgs():]); err != nil {
+			fmt.Fprintln(os.Stderr, "soak worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("UWF_TEST_WORKER") == "1" {
 		if err := stepWorker(os.Args[len(os.Args)-countWorkerArgs():]); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

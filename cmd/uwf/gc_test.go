@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// TestTempFilesReported: fsck counts the disk store's temporary files
+// without calling them problems, and "gc --grace 0" keeps a fresh one (a
+// live writer's), reporting none removed.
+func TestTempFilesReported(t *testing.T) {
+	e := newEnv(t)
+	e.ok("", "cas", "put-text", "hello")
+	tmp := filepath.Join(e.storeDir(), "tmp", ".tmp-99999-1")
+	if err := os.WriteFile(tmp, []byte("half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("", "cas", "fsck")
+	if want := "temporary files: 1 (0 over an hour old: left by crashed writers; gc removes them)\n"; !strings.Contains(out, want) {
+		t.Errorf("fsck printed %q, want a line %q", out, want)
+	}
+	out = e.ok("", "cas", "fsck", "--json")
+	if !strings.Contains(out, `"tempFiles":1,"staleTempFiles":0`) {
+		t.Errorf("fsck --json printed %q, want tempFiles 1, staleTempFiles 0", out)
+	}
+	out = e.ok("", "cas", "gc", "--grace", "0")
+	if !strings.Contains(out, "temp files removed: 0\n") {
+		t.Errorf("gc printed %q, want no temporary file removed", out)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Errorf("gc --grace 0 removed a live writer's temporary file: %v", err)
+	}
+}
+
+// TestGCUnknownEdges: an unreachable object whose edges cannot be known
+// (bytes that are not a node) stops "uwf cas gc" before anything is
+// deleted: exit 1, the object named on stderr, the garbage still there.
+func TestGCUnknownEdges(t *testing.T) {
+	e := newEnv(t)
+	garbage := e.okHash("", "cas", "put-text", "garbage")
+	data := []byte("not a node")
+	h := cas.Sum(data)
+	name := h.String()
+	path := filepath.Join(e.storeDir(), "objects", name[len(name)-2:], name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, e.clock.Now(), e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Hour)
+	for _, args := range [][]string{{"cas", "gc", "--dry-run"}, {"cas", "gc"}} {
+		r := e.run("", args...)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "unreachable object "+name) || !strings.HasSuffix(r.stderr, ": nothing deleted\n") {
+			t.Errorf("uwf %q: %v; want exit 1 naming %s, \"nothing deleted\"", args, r, name)
+		}
+	}
+	if out := e.ok("", "cas", "has", garbage.String()); out != "yes\n" {
+		t.Errorf("the garbage is gone after a GC that deleted nothing: has = %q", out)
+	}
+}

@@ -499,10 +499,18 @@ type ListOptions struct {
 
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status filter only the threads on the
-// page are read.
+// page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
+// or a thread whose head or start node cannot be read, is left out and the
+// listing goes on: List then returns the others together with an error
+// joining one error per thread left out.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var refs []cas.Ref
+	var left []error
 	for r, err := range e.refs.List(ctx, ThreadPrefix) {
+		if errors.Is(err, cas.ErrBadRef) {
+			left = append(left, err)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list threads: %w", err)
 		}
@@ -522,7 +530,11 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		}
 		info, err := e.info(ctx, id, r.Hash)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			left = append(left, err)
+			continue
 		}
 		if opts.Status != "" {
 			if info.Status != opts.Status {
@@ -534,6 +546,12 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			}
 		}
 		out = append(out, info)
+	}
+	if len(left) > 0 {
+		if out == nil {
+			out = []*Info{} // not nil: the others were listed
+		}
+		return out, fmt.Errorf("list threads: %d left out:\n%w", len(left), errors.Join(left...))
 	}
 	return out, nil
 }

@@ -14,7 +14,8 @@ import (
 // read is moved by compare-and-swap (a *[ConflictError] if it moves
 // meanwhile); a ref that is missing (see [MissingRefError]) or cannot be
 // read (a *[BadRefError]) is replaced ([Refs.Replace]), so the restore is
-// logged as a change from the last logged value, never as a creation.
+// logged as a change from the last logged value, not as a creation (a ref
+// deleted through uwf, whose log ends with the deletion, is re-created).
 // Restoring a ref that already holds the target changes nothing. It
 // returns the value restored. Errors wrap [ErrNotFound] when name has no
 // log, the log holds no value (or not to), or the target is not in the

@@ -53,9 +53,11 @@ type Refs interface {
 	// that its log says exists but that does not. It appends {old, new,
 	// now, message} to the log, old being the ref's value if it can be
 	// read, else the New of its log's newest entry (zero if none), so a
-	// repair never reads as the ref's creation. It changes and logs nothing
-	// when the ref holds new, or when new is zero and neither the ref nor
-	// its log's newest entry holds a value. A name that clashes with
+	// repair never reads as the ref's creation (unless the log says the ref
+	// was deleted, or has none). It changes and logs nothing when the ref
+	// holds new, or when new is zero and neither the ref nor its log's
+	// newest entry holds a value (a damaged ref with no logged value is
+	// then removed, unlogged). A name that clashes with
 	// another live ref fails with a *[ConflictError]; a bad name wraps
 	// [ErrInvalidRefName]. Backends do not check that new is present in a
 	// store: [Repo.Refs] does.

@@ -226,13 +226,16 @@ func TestDamage(t *testing.T) {
 
 	// A plain set or rm of a bad or missing ref is refused; restore
 	// brings each back with its history.
-	for _, args := range [][]string{
-		{"cas", "ref", "set", th(4), chain(4, 1).String()},
-		{"cas", "ref", "rm", th(5)},
-		{"cas", "ref", "set", "notes/first", hello.String()},
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"cas", "ref", "set", th(4), chain(4, 1).String()}, 1}, // cannot be read
+		{[]string{"cas", "ref", "rm", th(5)}, 4},                        // missing: the ref and its log disagree
+		{[]string{"cas", "ref", "set", "notes/first", hello.String()}, 4},
 	} {
-		if r := e.run("", args...); r.code == 0 || !strings.Contains(r.stderr, "--force") {
-			t.Errorf("uwf %q: %v; want a refusal pointing at --force", args, r)
+		if r := e.run("", tc.args...); r.code != tc.code || !strings.Contains(r.stderr, "--force") || !strings.Contains(r.stderr, "ref restore") {
+			t.Errorf("uwf %q: %v; want exit %d and a refusal pointing at restore and --force", tc.args, r, tc.code)
 		}
 	}
 	for _, name := range []string{th(4), th(5), th(6), th(7), "schemas/note", "notes/first"} {
@@ -276,5 +279,48 @@ func TestDamage(t *testing.T) {
 	}
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Fatalf("fsck after gc: %q", out)
+	}
+}
+
+// TestRefSetRmRestore: ref set creates and moves a ref, rm deletes it,
+// restore brings it back from its log, to its newest value or --to.
+func TestRefSetRmRestore(t *testing.T) {
+	e := newEnv(t)
+	a := e.okHash("", "cas", "put-text", "a")
+	b := e.okHash("", "cas", "put-text", "b")
+	e.ok("", "cas", "ref", "set", "my/ref", a.String())
+	e.ok("", "cas", "ref", "set", "my/ref", b.String())
+	if got := e.ok("", "cas", "ref", "list", "my/"); got != b.String()+" my/ref\n" {
+		t.Errorf("ref list = %q", got)
+	}
+	e.ok("", "cas", "ref", "rm", "my/ref")
+	if got := e.ok("", "cas", "ref", "list", "my/"); got != "" {
+		t.Errorf("ref list after rm = %q", got)
+	}
+	if got := e.ok("", "cas", "ref", "restore", "my/ref"); got != b.String()+" my/ref\n" {
+		t.Errorf("restore = %q", got)
+	}
+	if got := e.ok("", "cas", "ref", "restore", "--json", "my/ref", "--to", a.String()); got != `{"name":"my/ref","hash":"`+a.String()+`"}`+"\n" {
+		t.Errorf("restore --to --json = %q", got)
+	}
+	log := e.ok("", "cas", "ref", "log", "my/ref")
+	for _, want := range []string{
+		"0000000000000 -> " + a.String() + " set\n",
+		a.String() + " -> " + b.String() + " set\n",
+		b.String() + " -> 0000000000000 rm\n",
+		"0000000000000 -> " + b.String() + " restore from log to " + b.String() + "\n",
+		b.String() + " -> " + a.String() + " restore from log to " + a.String() + "\n",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("ref log lacks %q:\n%s", want, log)
+		}
+	}
+	if r := e.run("", "cas", "ref", "restore", "my/ref", "--to", cas.Sum([]byte("x")).String()); r.code != 3 {
+		t.Errorf("restore --to a value not in the log: %v, want exit 3", r)
+	}
+	// --force on a healthy ref is a plain change.
+	e.ok("", "cas", "ref", "rm", "--force", "my/ref")
+	if r := e.run("", "cas", "ref", "rm", "my/ref"); r.code != 3 {
+		t.Errorf("rm of a deleted ref: %v, want exit 3", r)
 	}
 }

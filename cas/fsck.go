@@ -197,8 +197,9 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		}
 	}
 	targets := map[Hash][]string{}
-	named := map[string]bool{} // live refs and bad ones
-	var live []Hash            // live refs' targets
+	named := map[string]bool{}  // live refs and bad ones
+	var live []Hash             // live refs' targets
+	badLog := map[string]bool{} // lower-cased names of live refs whose log cannot be read
 	for ref, err := range r.raw.List(ctx, "") {
 		var bad *BadRefError
 		if errors.As(err, &bad) {
@@ -231,6 +232,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref has no log"})
 		case err != nil:
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+			badLog[strings.ToLower(ref.Name)] = true
 		case len(entries) == 0:
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref's log is empty"})
 		case entries[len(entries)-1].New != ref.Hash:
@@ -262,7 +264,9 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		case errors.Is(err, ErrNotFound):
 			continue // pruned meanwhile
 		case err != nil:
-			add(Problem{Ref: name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+			if !badLog[strings.ToLower(name)] {
+				add(Problem{Ref: name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+			}
 			continue
 		}
 		if p, ok := missingRef(name, entries); ok {

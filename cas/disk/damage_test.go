@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,4 +276,45 @@ func mustRef(t *testing.T, r cas.Refs, name string) cas.Hash {
 		t.Fatalf("Get(%q): %v", name, err)
 	}
 	return h
+}
+
+// TestDamagedLog: a log file that cannot be parsed is one fsck problem;
+// the other logs are listed and checked.
+func TestDamagedLog(t *testing.T) {
+	s := newStore(t, nil)
+	ctx := t.Context()
+	repo, err := cas.Open(ctx, s, s.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repo.Refs()
+	h, err := repo.Put(ctx, cas.ContentSchema, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "Live", "gone"} {
+		mustCAS(t, r, name, 0, h, "create")
+	}
+	mustCAS(t, r, "gone", h, 0, "delete")
+	appendRaw(t, s, "Live", "not json\n")
+	appendRaw(t, s, "gone", "not json\n")
+
+	names := logNames(t, r)
+	for _, want := range []string{"a", "gone"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("Logs = %v, want %s listed", names, want)
+		}
+	}
+	rep, err := repo.Fsck(ctx, nil)
+	if err != nil {
+		t.Fatalf("Fsck stopped at a damaged log: %v", err)
+	}
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, p.Kind+" "+p.Ref)
+	}
+	slices.Sort(got)
+	if want := []string{"log Live", "log gone"}; !slices.Equal(got, want) {
+		t.Errorf("fsck problems = %q, want %q", got, want)
+	}
 }

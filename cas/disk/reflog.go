@@ -282,8 +282,10 @@ func (r *Refs) logFiles(ctx context.Context) ([]string, error) {
 
 // Logs lists the names of every ref that has a log, live or deleted, sorted
 // by name. The names come from the log lines themselves (a log file may hold
-// the entries of several names differing in case, one after the other). A
-// failure yields the error and stops.
+// the entries of several names differing in case, one after the other); a
+// log file that cannot be parsed is listed under its lower-cased name, so
+// that [Refs.Log] of it reports what is wrong. A failure to list or lock
+// the logs yields the error and stops.
 func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		if err := r.s.ready(ctx); err != nil {
@@ -305,8 +307,9 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 			lines, err := r.visibleLog(lower)
 			unlock()
 			if err != nil {
-				yield("", err)
-				return
+				// A log that cannot be read or parsed is listed under its
+				// lower-cased name, for Log to report its fault.
+				names = append(names, lower)
 			}
 			for _, l := range lines {
 				names = append(names, l.Name)

@@ -29,7 +29,8 @@ type LogEntry struct {
 // persistent backends) by processes.
 type Refs interface {
 	// Get returns the hash a ref points at. The error wraps [ErrNotFound]
-	// if the ref does not exist and [ErrInvalidRefName] for a bad name.
+	// if the ref does not exist, [ErrInvalidRefName] for a bad name, and
+	// is a *[BadRefError] if its stored form cannot be read.
 	Get(ctx context.Context, name string) (Hash, error)
 	// List lists the refs whose names start with prefix ("" for all),
 	// sorted by name. A ref whose stored form cannot be read is yielded as
@@ -44,8 +45,10 @@ type Refs interface {
 	// old, or its name clashes with an existing ref, the error is a
 	// *[ConflictError] carrying the current value, and nothing changes.
 	// When old equals new and the ref holds it, nothing changes and nothing
-	// is logged. A bad name wraps [ErrInvalidRefName]. Backends do not
-	// check that new is present in a store: [Repo.Refs] does.
+	// is logged. A bad name wraps [ErrInvalidRefName]; a ref whose stored
+	// form cannot be read fails with its *[BadRefError] ([Refs.Replace]
+	// repairs it). Backends do not check that new is present in a store:
+	// [Repo.Refs] does.
 	CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error
 	// Replace sets ref name to new, or deletes it if new is zero, whatever
 	// it holds now: a value, nothing, or a stored form that cannot be read

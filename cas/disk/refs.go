@@ -157,8 +157,9 @@ func refFile(name string, h cas.Hash) []byte {
 
 // Get returns the hash ref name points at. The error wraps [cas.ErrNotFound]
 // if there is no ref with exactly that name (a name differing only in case
-// is another ref) and [cas.ErrInvalidRefName] for a bad name. It reads
-// without locking: refs are replaced atomically.
+// is another ref) and [cas.ErrInvalidRefName] for a bad name; a ref file
+// that cannot be read or parsed is a *[cas.BadRefError]. It reads without
+// locking: refs are replaced atomically.
 func (r *Refs) Get(ctx context.Context, name string) (cas.Hash, error) {
 	if err := r.s.ready(ctx); err != nil {
 		return 0, err

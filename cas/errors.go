@@ -126,9 +126,9 @@ type MissingRefError struct {
 
 func (e *MissingRefError) Error() string {
 	if e.Creation {
-		return fmt.Sprintf("ref %s is missing or its creation was interrupted: its log's newest entry creates it at %s; restore it from its log or force the change", e.Name, e.Logged)
+		return fmt.Sprintf("ref %s is missing, or its creation was interrupted: its log's newest entry creates it at %s", e.Name, e.Logged)
 	}
-	return fmt.Sprintf("ref %s is missing: its log's newest entry says it is at %s; restore it from its log or force the change", e.Name, e.Logged)
+	return fmt.Sprintf("ref %s is missing: its log's newest entry says it is at %s", e.Name, e.Logged)
 }
 
 // Unwrap returns [ErrConflict].

@@ -551,7 +551,7 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		if out == nil {
 			out = []*Info{} // not nil: the others were listed
 		}
-		return out, fmt.Errorf("list threads: %d left out:\n%w", len(left), errors.Join(left...))
+		return out, fmt.Errorf("list threads: %d thread%s left out:\n%w", len(left), map[bool]string{true: "", false: "s"}[len(left) == 1], errors.Join(left...))
 	}
 	return out, nil
 }

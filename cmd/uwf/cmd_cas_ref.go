@@ -210,7 +210,11 @@ func runRefChange(ctx context.Context, s *session, name string, h cas.Hash, forc
 	switch {
 	case force || change == nil:
 	case errors.Is(change, cas.ErrBadRef), errors.As(change, &missing):
-		return fmt.Errorf("%w (uwf cas ref restore %s brings it back from its log; --force replaces it)", change, name)
+		what := "replaces it"
+		if h.IsZero() {
+			what = "removes it"
+		}
+		return fmt.Errorf("%w (uwf cas ref restore %s brings it back from its log; --force %s)", change, name, what)
 	}
 	return change
 }

@@ -324,3 +324,49 @@ func TestRefSetRmRestore(t *testing.T) {
 		t.Errorf("rm of a deleted ref: %v, want exit 3", r)
 	}
 }
+
+// TestRefRepairGolden records, with a fixed clock and thread IDs, what the
+// damaged-ref commands print: fsck's ref problems and dangling heads, ref
+// list, thread list and gc past a bad ref, the refusals of a plain set or
+// rm, restore and the forced changes, in testdata/golden/refs.txt.
+func TestRefRepairGolden(t *testing.T) {
+	e := newEnv(t)
+	tr := &transcript{e: e}
+	e.write("review-loop.yaml", reviewLoop)
+	t1 := strings.TrimSpace(tr.run("", "thread", "start", "review-loop.yaml", "-p", "Add a --verbose flag", "--cwd", "/").stdout)
+	e.clock.Advance(time.Second)
+	t2 := strings.TrimSpace(tr.run("", "thread", "start", "review-loop", "-p", "Add a --json flag", "--cwd", "/").stdout)
+	a := strings.TrimSpace(tr.run("", "cas", "put-text", "a").stdout)
+	b := strings.TrimSpace(tr.run("", "cas", "put-text", "b").stdout)
+	tr.run("", "cas", "ref", "set", "notes/x", a)
+	e.clock.Advance(time.Second)
+	tr.run("", "cas", "ref", "set", "notes/x", b)
+	tr.run("", "cas", "ref", "set", "notes/y", a)
+
+	// Behind uwf's back: a ref file overwritten, two deleted.
+	e.writeFile(e.refPath("notes/x"), []byte("garbage\n"))
+	e.remove(e.refPath("threads/" + t1))
+	e.remove(e.refPath("notes/y"))
+	e.clock.Advance(time.Second)
+	tr.run("", "cas", "fsck", "--dangling")
+	tr.run("", "cas", "fsck", "--json", "--dangling")
+	tr.run("", "cas", "ref", "list", "notes/")
+	e.writeFile(e.refPath("threads/"+t2), []byte("0000000000000 threads/"+t2+"\n"))
+	tr.run("", "thread", "list")
+	tr.run("", "cas", "gc", "--dry-run")
+
+	// Repair.
+	tr.run("", "cas", "ref", "set", "notes/x", a)
+	tr.run("", "cas", "ref", "rm", "threads/"+t1)
+	tr.run("", "cas", "ref", "restore", "threads/"+t1)
+	tr.run("", "cas", "ref", "log", "threads/"+t1)
+	tr.run("", "cas", "ref", "restore", "threads/"+t2)
+	tr.run("", "cas", "ref", "set", "--force", "notes/x", a)
+	tr.run("", "cas", "ref", "log", "notes/x")
+	tr.run("", "cas", "ref", "rm", "--force", "notes/y")
+	tr.run("", "cas", "ref", "log", "notes/y")
+	tr.run("", "cas", "ref", "restore", "--json", "notes/y", "--to", a)
+	tr.run("", "thread", "list")
+	tr.run("", "cas", "fsck")
+	golden(t, "refs.txt", strings.ReplaceAll(tr.b.String(), e.storeDir(), "$STORE"))
+}

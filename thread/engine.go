@@ -160,7 +160,8 @@ func ParseID(s string) (string, error) {
 func refName(id string) string { return ThreadPrefix + id }
 
 // Head returns a thread's head. The error wraps [ErrInvalidID] for a bad ID
-// and [cas.ErrNotFound] for no such thread.
+// and [cas.ErrNotFound] for no such thread, saying so when the thread's
+// ref is missing though its log says it exists (deleted behind uwf's back).
 func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	id, err := ParseID(id)
 	if err != nil {
@@ -169,6 +170,11 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	h, err := e.refs.Get(ctx, refName(id))
 	if err != nil {
 		if errors.Is(err, cas.ErrNotFound) {
+			// A ref deleted behind uwf's back: say so, and how to get it back.
+			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil && len(log) > 0 && !log[len(log)-1].New.IsZero() {
+				return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
+					id, cas.ErrNotFound, refName(id), log[len(log)-1].New, refName(id))
+			}
 			return 0, fmt.Errorf("thread %s: %w", id, cas.ErrNotFound)
 		}
 		return 0, err

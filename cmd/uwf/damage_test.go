@@ -351,6 +351,7 @@ func TestRefRepairGolden(t *testing.T) {
 	tr.run("", "cas", "fsck", "--dangling")
 	tr.run("", "cas", "fsck", "--json", "--dangling")
 	tr.run("", "cas", "ref", "list", "notes/")
+	tr.run("", "thread", "show", t1)
 	e.writeFile(e.refPath("threads/"+t2), []byte("0000000000000 threads/"+t2+"\n"))
 	tr.run("", "thread", "list")
 	tr.run("", "cas", "gc", "--dry-run")

@@ -32,6 +32,9 @@ var (
 	ErrLocked = errors.New("cas: locked")
 	// ErrFormat is returned when a store's recorded format is unknown.
 	ErrFormat = errors.New("cas: unsupported store format")
+	// ErrBadRef is wrapped by [BadRefError]: a ref's stored form cannot be
+	// read or parsed (a damaged ref file).
+	ErrBadRef = errors.New("cas: bad ref")
 )
 
 // HashError reports text that is not a valid hash. It wraps [ErrInvalidHash].
@@ -86,3 +89,47 @@ func (e *ConflictError) Error() string {
 
 // Unwrap returns [ErrConflict].
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// BadRefError reports one ref whose stored form cannot be read or parsed:
+// on disk, a ref file truncated, overwritten or unreadable. [Refs.List]
+// yields one for each such ref and goes on listing the others; Get and
+// CompareAndSwap of that ref return it; [Refs.Replace] overwrites it. It
+// wraps [ErrBadRef] and Err.
+type BadRefError struct {
+	Name string // the ref's name as far as the backend can tell (disk: from its log, else the lower-cased file name)
+	File string // where it is stored (disk: the ref file's path); empty if the backend has no files
+	Err  error  // what is wrong with it
+}
+
+func (e *BadRefError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("ref %s cannot be read: %v", e.Name, e.Err)
+	}
+	return fmt.Sprintf("ref %s cannot be read: file %s: %v", e.Name, e.File, e.Err)
+}
+
+// Unwrap returns [ErrBadRef] and Err.
+func (e *BadRefError) Unwrap() []error { return []error{ErrBadRef, e.Err} }
+
+// MissingRefError reports a ref that its log says exists (its newest entry
+// has a non-zero New) but that does not: deleted behind the store's back
+// (a ref file removed by hand), or, when the newest entry is the ref's
+// creation, possibly a create that a crash interrupted (the disk store
+// cannot tell the two apart). Its log is kept until [Repo.RestoreRef] or a
+// forced change ([Repo.SetRef], [Repo.RemoveRef] with force) decides. It
+// wraps [ErrConflict]: the ref and its log disagree.
+type MissingRefError struct {
+	Name     string
+	Logged   Hash // the New of the log's newest entry
+	Creation bool // that entry created the ref (zero Old)
+}
+
+func (e *MissingRefError) Error() string {
+	if e.Creation {
+		return fmt.Sprintf("ref %s is missing, or its creation was interrupted: its log's newest entry creates it at %s", e.Name, e.Logged)
+	}
+	return fmt.Sprintf("ref %s is missing: its log's newest entry says it is at %s", e.Name, e.Logged)
+}
+
+// Unwrap returns [ErrConflict].
+func (e *MissingRefError) Unwrap() error { return ErrConflict }

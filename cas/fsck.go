@@ -19,6 +19,13 @@ const (
 	ProblemLog           = "log"            // a ref's log is missing or unreadable
 	ProblemChain         = "chain"          // a thread chain invariant is broken (registered by package thread)
 	ProblemRef           = "ref"            // a ref points at a node of the wrong kind
+	ProblemBadRef        = "bad-ref"        // a ref's stored form cannot be read (Hash: its log's newest value)
+	ProblemMissingRef    = "missing-ref"    // a ref's log says it exists, but it does not (Hash: the logged value)
+	// ProblemMissingRefOrInterruptedCreate: a ref's log ends with its
+	// creation, but the ref does not exist: deleted behind uwf's back, or
+	// (on disk, which cannot tell the two apart) created by a change that a
+	// crash interrupted. Hash is the logged value.
+	ProblemMissingRefOrInterruptedCreate = "missing-ref-or-interrupted-create"
 )
 
 // Problem is one thing [Repo.Fsck] found wrong.
@@ -50,13 +57,24 @@ func (p Problem) String() string {
 // FsckReport is the result of [Repo.Fsck].
 type FsckReport struct {
 	Objects  int // objects checked
-	Refs     int // refs checked
+	Refs     int // refs checked, bad ones included
 	Problems []Problem
 	// TempFiles counts the backend's temporary files, and StaleTempFiles
 	// those older than [StaleTempAge]: crash leftovers, which GC removes.
 	// Neither is a problem; both are 0 for a backend without them
 	// ([TempCounter]).
 	TempFiles, StaleTempFiles int
+	// Dangling lists, when [FsckOptions.Dangling] asks for them, the nodes
+	// that no ref reaches and no other node refers to (the tips of what GC
+	// would collect, like git's dangling commits), sorted by hash. They
+	// are not problems.
+	Dangling []Dangling
+}
+
+// Dangling is a node that no ref reaches and no node refers to.
+type Dangling struct {
+	Hash Hash
+	Type Hash // its schema node
 }
 
 // OK reports whether nothing was found wrong.
@@ -75,15 +93,22 @@ type RefCheck func(ctx context.Context, r *Repo, name string, target Hash) []Pro
 type FsckOptions struct {
 	NodeChecks []NodeCheck
 	RefChecks  []RefCheck
+	// Dangling, if not nil, chooses which dangling nodes (see
+	// [FsckReport.Dangling]) to list: those for which it returns true.
+	Dangling func(n Node) bool
 }
 
 // Fsck checks the whole store: every object re-hashed, decoded, canonical,
-// valid against its schema, with every edge present; every ref pointing at
-// a present node and equal to its log's newest entry; plus the registered
-// extra checks. Each problem names the refs that reach it. It also counts
-// the backend's temporary files, if it has any ([TempCounter]). The error is for
-// a failure to read the store at all (listing, a cancelled context), not
-// for problems found.
+// valid against its schema, with every edge present; every ref readable
+// ([ProblemBadRef]), pointing at a present node and equal to its log's
+// newest entry; every log whose newest entry says its ref exists matched
+// by a ref ([ProblemMissingRef], [ProblemMissingRefOrInterruptedCreate]);
+// plus the registered extra checks. One damaged object or ref is one
+// problem: the rest is checked all the same. Each problem names the refs
+// that reach it (a bad or missing ref reaches what its log's newest entry
+// names). It also counts the backend's temporary files, if it has
+// any ([TempCounter]). The error is for a failure to read the store at all (listing, a
+// cancelled context), not for problems found.
 func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
 	if opts == nil {
 		opts = &FsckOptions{}
@@ -104,6 +129,8 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		return err == nil && ok
 	}
 	parents := map[Hash][]Hash{}
+	children := map[Hash][]Hash{}
+	types := map[Hash]Hash{}
 	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
 	hashes := make([]Hash, 0, len(present))
 	for h := range present {
@@ -166,7 +193,9 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 				}
 			}
 		}
+		types[h] = n.Type
 		for _, e := range edges {
+			children[h] = append(children[h], e.Hash)
 			parents[e.Hash] = append(parents[e.Hash], h)
 			if !has(e.Hash) {
 				add(Problem{Hash: h, Kind: ProblemMissingEdge, Msg: fmt.Sprintf("edge %s -> %s is not in the store", e.Path, e.Hash)})
@@ -174,11 +203,34 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		}
 	}
 	targets := map[Hash][]string{}
+	named := map[string]bool{}  // live refs and bad ones
+	var live []Hash             // live refs' targets
+	badLog := map[string]bool{} // lower-cased names of live refs whose log cannot be read
 	for ref, err := range r.raw.List(ctx, "") {
+		var bad *BadRefError
+		if errors.As(err, &bad) {
+			rep.Refs++
+			named[bad.Name] = true
+			p := Problem{Ref: bad.Name, Kind: ProblemBadRef, Msg: bad.Err.Error()}
+			if bad.File != "" {
+				p.Msg = "file " + bad.File + ": " + p.Msg
+			}
+			if entries, err := r.raw.Log(ctx, bad.Name); err == nil {
+				if h := lastValue(entries); !h.IsZero() {
+					p.Hash = h
+					p.Msg += "; its log's newest value is " + h.String()
+					targets[h] = append(targets[h], bad.Name)
+				}
+			}
+			add(p)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fsck: list refs: %w", err)
 		}
 		rep.Refs++
+		named[ref.Name] = true
+		live = append(live, ref.Hash)
 		targets[ref.Hash] = append(targets[ref.Hash], ref.Name)
 		entries, err := r.raw.Log(ctx, ref.Name)
 		switch {
@@ -186,6 +238,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref has no log"})
 		case err != nil:
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+			badLog[strings.ToLower(ref.Name)] = true
 		case len(entries) == 0:
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref's log is empty"})
 		case entries[len(entries)-1].New != ref.Hash:
@@ -204,6 +257,31 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 				add(p)
 			}
 		}
+	}
+	for name, err := range r.raw.Logs(ctx) {
+		if err != nil {
+			return nil, fmt.Errorf("fsck: list ref logs: %w", err)
+		}
+		if named[name] {
+			continue
+		}
+		entries, err := r.raw.Log(ctx, name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue // pruned meanwhile
+		case err != nil:
+			if !badLog[strings.ToLower(name)] {
+				add(Problem{Ref: name, Kind: ProblemLog, Msg: "read its log: " + err.Error()})
+			}
+			continue
+		}
+		if p, ok := missingRef(name, entries); ok {
+			targets[p.Hash] = append(targets[p.Hash], name)
+			add(p)
+		}
+	}
+	if opts.Dangling != nil {
+		rep.Dangling = r.dangling(ctx, live, hashes, children, parents, types, opts.Dangling)
 	}
 	if tc, ok := r.st.(TempCounter); ok {
 		var err error
@@ -249,4 +327,65 @@ func problemText(err error, h Hash) string {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	return msg
+}
+
+// lastValue returns the New of a log's newest entry (zero if it deleted
+// the ref, or for an empty log).
+func lastValue(entries []LogEntry) Hash {
+	if len(entries) == 0 {
+		return 0
+	}
+	return entries[len(entries)-1].New
+}
+
+// missingRef returns the problem of ref name, which does not exist, if its
+// log's newest entry says it does.
+func missingRef(name string, entries []LogEntry) (Problem, bool) {
+	if len(entries) == 0 || entries[len(entries)-1].New.IsZero() {
+		return Problem{}, false
+	}
+	e := entries[len(entries)-1]
+	if e.Old.IsZero() {
+		return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRefOrInterruptedCreate,
+			Msg: "its log's newest entry creates it, but it does not exist: deleted behind uwf's back, or a crash interrupted its creation"}, true
+	}
+	return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRef,
+		Msg: "its log's newest entry says it exists, but it does not: deleted behind uwf's back"}, true
+}
+
+// dangling returns the nodes among hashes that nothing reaches from live
+// (the live refs' targets) and no node refers to, and for which keep
+// returns true.
+func (r *Repo) dangling(ctx context.Context, live, hashes []Hash, children, parents map[Hash][]Hash, types map[Hash]Hash, keep func(Node) bool) []Dangling {
+	reached := map[Hash]bool{}
+	var stack []Hash
+	for _, h := range live {
+		if !reached[h] {
+			reached[h] = true
+			stack = append(stack, h)
+		}
+	}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range children[h] {
+			if !reached[c] {
+				reached[c] = true
+				stack = append(stack, c)
+			}
+		}
+	}
+	var out []Dangling
+	for _, h := range hashes {
+		typ, ok := types[h]
+		if !ok || reached[h] || len(parents[h]) > 0 {
+			continue
+		}
+		n, err := r.Get(ctx, h)
+		if err != nil || !keep(n) {
+			continue
+		}
+		out = append(out, Dangling{Hash: h, Type: typ})
+	}
+	return out
 }

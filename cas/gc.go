@@ -285,15 +285,32 @@ type root struct {
 	logOnly bool
 }
 
-// refRoots lists every ref's target and every node named by a log entry at
-// or after logCutoff.
+// refRoots lists every ref's target, every node named by a log entry at
+// or after logCutoff, and the logged value of every missing ref (its log's
+// newest entry says it exists, but it does not), whatever its age: its
+// log is kept until the ref is restored or removed by force, and so are
+// its nodes. A ref that cannot be read fails it, naming every such ref
+// and nothing else: what it pointed at is unknown, so nothing may go.
 func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error) {
 	var roots []root
+	live := map[string]bool{}
+	var bad []error
 	for ref, err := range r.raw.List(ctx, "") {
+		var b *BadRefError
+		if errors.As(err, &b) {
+			live[b.Name] = true
+			bad = append(bad, b)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list refs: %w", err)
 		}
+		live[ref.Name] = true
 		roots = append(roots, root{hash: ref.Hash, from: "ref " + ref.Name})
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("%d ref%s cannot be read (restore them from their logs, or replace them by force), nothing deleted: %w",
+			len(bad), plural(len(bad)), errors.Join(bad...))
 	}
 	cut := logCutoff.UnixMilli()
 	for name, err := range r.raw.Logs(ctx) {
@@ -307,6 +324,9 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 			}
 			return nil, fmt.Errorf("read the log of %s: %w", name, err)
 		}
+		if h := lastValue(entries); !live[name] && !h.IsZero() {
+			roots = append(roots, root{hash: h, from: "the log of missing ref " + name, logOnly: true})
+		}
 		for _, e := range entries {
 			if e.Time < cut {
 				continue
@@ -319,6 +339,13 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 		}
 	}
 	return roots, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // mark returns every node reachable from roots. A missing or corrupt

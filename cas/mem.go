@@ -382,6 +382,44 @@ func (r *MemRefs) CompareAndSwap(ctx context.Context, name string, old, new Hash
 	return nil
 }
 
+// Replace sets ref name to new, or deletes it if new is zero, whatever it
+// holds, and logs {old, new} with old its value, or, if it is absent, the
+// New of its log's newest entry, as [Refs] specifies. A memory ref cannot
+// be damaged; it can only be missing when a test dropped it.
+func (r *MemRefs) Replace(ctx context.Context, name string, new Hash, message string) error {
+	if err := ValidateRefName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("replace ref %s: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, exists := r.refs[name]
+	if !exists {
+		if log := r.logs[name]; len(log) > 0 {
+			old = log[len(log)-1].New
+		}
+	}
+	switch {
+	case exists && old == new, !exists && new.IsZero() && old.IsZero():
+		return nil
+	case !exists && !new.IsZero():
+		if clash := r.clashLocked(name); clash != "" {
+			return &ConflictError{Name: name, Clash: clash}
+		}
+		r.addLocked(name, new)
+	case new.IsZero():
+		if exists {
+			r.removeLocked(name)
+		}
+	default:
+		r.refs[name] = new
+	}
+	r.logs[name] = append(r.logs[name], LogEntry{Old: old, New: new, Time: r.now().UnixMilli(), Message: message})
+	return nil
+}
+
 // clashLocked returns the first live ref, in name order, whose name clashes
 // with name (which is not live), or "".
 func (r *MemRefs) clashLocked(name string) string {
@@ -482,8 +520,9 @@ func (r *MemRefs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // PruneLog drops log entries older than before (an entry's millisecond time
 // is before it), except, for a live ref, its newest entry and the entry
 // that created its current incarnation (the last one with a zero Old). A
-// deleted ref's log goes whole once its newest entry is older than before.
-// It returns how many entries it removed.
+// deleted ref's log goes whole once its newest entry is older than before;
+// a missing ref's log (see [Refs.PruneLog]) is kept whole. It returns how
+// many entries it removed.
 func (r *MemRefs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", err)
@@ -495,6 +534,9 @@ func (r *MemRefs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	for name, log := range r.logs {
 		newest := len(log) - 1
 		_, live := r.refs[name]
+		if !live && !log[newest].New.IsZero() {
+			continue // a missing ref: kept until restored or removed by force
+		}
 		if !live && older(log[newest]) {
 			removed += len(log)
 			delete(r.logs, name)

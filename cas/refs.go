@@ -29,10 +29,15 @@ type LogEntry struct {
 // persistent backends) by processes.
 type Refs interface {
 	// Get returns the hash a ref points at. The error wraps [ErrNotFound]
-	// if the ref does not exist and [ErrInvalidRefName] for a bad name.
+	// if the ref does not exist, [ErrInvalidRefName] for a bad name, and
+	// is a *[BadRefError] if its stored form cannot be read.
 	Get(ctx context.Context, name string) (Hash, error)
 	// List lists the refs whose names start with prefix ("" for all),
-	// sorted by name.
+	// sorted by name. A ref whose stored form cannot be read is yielded as
+	// a *[BadRefError] (with a zero Ref) in its place, and the listing goes
+	// on if the caller continues; any other error ends the listing. A
+	// damaged ref with a damaged name may be listed under a prefix it does
+	// not match.
 	List(ctx context.Context, prefix string) iter.Seq2[Ref, error]
 	// CompareAndSwap moves ref name from old to new and appends
 	// {old, new, now, message} to its log, atomically. A zero old means the
@@ -40,9 +45,26 @@ type Refs interface {
 	// old, or its name clashes with an existing ref, the error is a
 	// *[ConflictError] carrying the current value, and nothing changes.
 	// When old equals new and the ref holds it, nothing changes and nothing
-	// is logged. A bad name wraps [ErrInvalidRefName]. Backends do not
-	// check that new is present in a store: [Repo.Refs] does.
+	// is logged. A bad name wraps [ErrInvalidRefName]; a ref whose stored
+	// form cannot be read fails with its *[BadRefError] ([Refs.Replace]
+	// repairs it). Backends do not check that new is present in a store:
+	// [Repo.Refs] does.
 	CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error
+	// Replace sets ref name to new, or deletes it if new is zero, whatever
+	// it holds now: a value, nothing, or a stored form that cannot be read
+	// (a *[BadRefError]). It is the repair of a damaged ref, and of a ref
+	// that its log says exists but that does not. It appends {old, new,
+	// now, message} to the log, old being the ref's value if it can be
+	// read, else the New of its log's newest entry (zero if none), so a
+	// repair never reads as the ref's creation (unless the log says the ref
+	// was deleted, or has none). It changes and logs nothing when the ref
+	// holds new, or when new is zero and neither the ref nor its log's
+	// newest entry holds a value (a damaged ref with no logged value is
+	// then removed, unlogged). A name that clashes with
+	// another live ref fails with a *[ConflictError]; a bad name wraps
+	// [ErrInvalidRefName]. Backends do not check that new is present in a
+	// store: [Repo.Refs] does.
+	Replace(ctx context.Context, name string, new Hash, message string) error
 	// Log returns a ref's log, oldest first; a deleted ref keeps its log
 	// until PruneLog removes it. The error wraps [ErrNotFound] if there is
 	// no log for name.
@@ -54,7 +76,10 @@ type Refs interface {
 	// newest entry and its creation entry (the last entry with a zero Old:
 	// the one that created the ref's current incarnation, a fork's origin);
 	// a deleted ref's log is removed whole once its newest entry is older
-	// than before. It returns how many entries it removed.
+	// than before. The log of a missing ref (its newest entry has a
+	// non-zero New, but the ref does not exist) and of a ref that cannot be
+	// read is kept whole, whatever its age, until the ref is restored or
+	// replaced. It returns how many entries it removed.
 	PruneLog(ctx context.Context, before time.Time) (int, error)
 	// ImportLog adds entries to name's log as they are (times and messages
 	// kept), skipping any entry already present (same old, new, time and

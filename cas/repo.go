@@ -488,8 +488,23 @@ type repoRefs struct {
 }
 
 func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error {
-	if new.IsZero() {
+	return rr.touched(ctx, name, new, func() error {
 		return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
+	})
+}
+
+func (rr *repoRefs) Replace(ctx context.Context, name string, new Hash, message string) error {
+	return rr.touched(ctx, name, new, func() error {
+		return rr.Refs.Replace(ctx, name, new, message)
+	})
+}
+
+// touched runs move, a change of ref name to new, after refreshing new
+// under the store-wide shared lock (held until move returns); a zero new
+// (a delete) needs neither.
+func (rr *repoRefs) touched(ctx context.Context, name string, new Hash, move func() error) error {
+	if new.IsZero() {
+		return move()
 	}
 	if err := ValidateRefName(name); err != nil {
 		return err
@@ -502,5 +517,5 @@ func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Ha
 	if err := rr.r.st.Touch(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
-	return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
+	return move()
 }

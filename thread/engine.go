@@ -160,7 +160,8 @@ func ParseID(s string) (string, error) {
 func refName(id string) string { return ThreadPrefix + id }
 
 // Head returns a thread's head. The error wraps [ErrInvalidID] for a bad ID
-// and [cas.ErrNotFound] for no such thread.
+// and [cas.ErrNotFound] for no such thread, saying so when the thread's
+// ref is missing though its log says it exists (deleted behind uwf's back).
 func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	id, err := ParseID(id)
 	if err != nil {
@@ -169,6 +170,11 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	h, err := e.refs.Get(ctx, refName(id))
 	if err != nil {
 		if errors.Is(err, cas.ErrNotFound) {
+			// A ref deleted behind uwf's back: say so, and how to get it back.
+			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil && len(log) > 0 && !log[len(log)-1].New.IsZero() {
+				return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
+					id, cas.ErrNotFound, refName(id), log[len(log)-1].New, refName(id))
+			}
 			return 0, fmt.Errorf("thread %s: %w", id, cas.ErrNotFound)
 		}
 		return 0, err
@@ -499,10 +505,18 @@ type ListOptions struct {
 
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status filter only the threads on the
-// page are read.
+// page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
+// or a thread whose head or start node cannot be read, is left out and the
+// listing goes on: List then returns the others together with an error
+// joining one error per thread left out.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var refs []cas.Ref
+	var left []error
 	for r, err := range e.refs.List(ctx, ThreadPrefix) {
+		if errors.Is(err, cas.ErrBadRef) {
+			left = append(left, err)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list threads: %w", err)
 		}
@@ -522,7 +536,11 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		}
 		info, err := e.info(ctx, id, r.Hash)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			left = append(left, err)
+			continue
 		}
 		if opts.Status != "" {
 			if info.Status != opts.Status {
@@ -534,6 +552,12 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			}
 		}
 		out = append(out, info)
+	}
+	if len(left) > 0 {
+		if out == nil {
+			out = []*Info{} // not nil: the others were listed
+		}
+		return out, fmt.Errorf("list threads: %d thread%s left out:\n%w", len(left), map[bool]string{true: "", false: "s"}[len(left) == 1], errors.Join(left...))
 	}
 	return out, nil
 }

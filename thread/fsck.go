@@ -20,6 +20,14 @@ func FsckOptions() *cas.FsckOptions {
 	}
 }
 
+// IsHead reports whether n can be a thread's head: a start, step or mark
+// node. `uwf cas fsck --dangling` lists the dangling ones
+// ([cas.FsckOptions].Dangling), so a thread whose ref was lost can be
+// found until GC collects it.
+func IsHead(n cas.Node) bool {
+	return n.Type == cas.StartSchema || n.Type == cas.StepSchema || n.Type == cas.MarkSchema
+}
+
 func chainProblem(format string, args ...any) cas.Problem {
 	return cas.Problem{Kind: cas.ProblemChain, Msg: fmt.Sprintf(format, args...)}
 }

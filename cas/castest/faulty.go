@@ -163,7 +163,8 @@ func (f *FaultyStore) Now(ctx context.Context) (time.Time, error) {
 // nil result passes the call through to Refs, anything else is returned as
 // it is and Refs is not called. The ops and their names:
 //
-//	"get", "cas", "log", "import"   the ref's name (cas: CompareAndSwap; import: ImportLog)
+//	"get", "cas", "replace", "log", "import"
+//	                                the ref's name (cas: CompareAndSwap; import: ImportLog)
 //	"list"                          the prefix before listing, then each ref's name
 //	                                before it is yielded (a failure is yielded
 //	                                and the listing stops)
@@ -222,6 +223,15 @@ func (f *FaultyRefs) CompareAndSwap(ctx context.Context, name string, old, new c
 		return err
 	}
 	return f.Refs.CompareAndSwap(ctx, name, old, new, message)
+}
+
+// Replace fails as Fail("replace", name) says, changing nothing, else
+// calls Refs.Replace.
+func (f *FaultyRefs) Replace(ctx context.Context, name string, new cas.Hash, message string) error {
+	if err := f.fail("replace", name); err != nil {
+		return err
+	}
+	return f.Refs.Replace(ctx, name, new, message)
 }
 
 // Log fails as Fail("log", name) says, else calls Refs.Log.

@@ -232,6 +232,7 @@ func TestFaultyRefsFailsEachOp(t *testing.T) {
 		{"import", "imported", func(ctx context.Context, r cas.Refs) error {
 			return r.ImportLog(ctx, "imported", []cas.LogEntry{{New: h, Time: 1, Message: "import"}})
 		}},
+		{"replace", "replaced", func(ctx context.Context, r cas.Refs) error { return r.Replace(ctx, "replaced", h, "restore") }},
 		{"prune", "", func(ctx context.Context, r cas.Refs) error {
 			_, err := r.PruneLog(ctx, time.Now().Add(time.Hour))
 			return err
@@ -262,6 +263,10 @@ func TestFaultyRefsFailsEachOp(t *testing.T) {
 			case "import":
 				if _, err := inner.Log(ctx, "imported"); !errors.Is(err, cas.ErrNotFound) {
 					t.Errorf("a failed ImportLog wrote a log")
+				}
+			case "replace":
+				if _, err := inner.Log(ctx, "replaced"); !errors.Is(err, cas.ErrNotFound) {
+					t.Errorf("a failed Replace wrote a log")
 				}
 			}
 		})

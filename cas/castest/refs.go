@@ -37,6 +37,7 @@ var refsTests = []struct {
 	{"Logs", testLogs},
 	{"PruneLog", testPruneLog},
 	{"ImportLog", testImportLog},
+	{"Replace", testReplace},
 	{"CancelledContext", testRefsCancelledContext},
 }
 
@@ -1011,4 +1012,40 @@ func testRefsCancelledContext(t *testing.T, e *refsEnv) {
 	}
 	_, err = r.PruneLog(ctx, time.Unix(0, 0))
 	lenient("PruneLog", err)
+}
+
+// testReplace: Replace sets or deletes a ref whatever it holds, logging
+// the value it had, and changes nothing when there is nothing to change.
+func testReplace(t *testing.T, e *refsEnv) {
+	r := e.r
+	ctx := t.Context()
+	replace := func(name string, h cas.Hash, msg string) {
+		t.Helper()
+		if err := r.Replace(ctx, name, h, msg); err != nil {
+			t.Fatalf("Replace(%q, %s): %v", name, h, err)
+		}
+	}
+	replace("n", hv(1), "set")
+	wantRef(t, r, "n", hv(1))
+	replace("n", hv(1), "same")
+	replace("n", hv(2), "move")
+	wantRef(t, r, "n", hv(2))
+	replace("n", 0, "rm")
+	wantRef(t, r, "n", 0)
+	replace("n", 0, "rm again")
+	wantChanges(t, r, "n", change{0, hv(1), "set"}, change{hv(1), hv(2), "move"}, change{hv(2), 0, "rm"})
+	replace("never", 0, "rm")
+	wantNoLog(t, r, "never")
+	if refs := list(t, r, ""); len(refs) != 0 {
+		t.Errorf("List = %v, want none", refs)
+	}
+
+	mustCAS(t, r, "Case", 0, hv(3), "create")
+	wantConflict(t, r.Replace(ctx, "case", hv(4), "x"), cas.ConflictError{Name: "case", Clash: "Case"})
+	wantConflict(t, r.Replace(ctx, "case/x", hv(4), "x"), cas.ConflictError{Name: "case/x", Clash: "Case"})
+	wantRef(t, r, "Case", hv(3))
+	wantNoLog(t, r, "case")
+	if err := r.Replace(ctx, "../x", hv(1), ""); !errors.Is(err, cas.ErrInvalidRefName) {
+		t.Errorf("Replace(../x) = %v, want ErrInvalidRefName", err)
+	}
 }

@@ -277,6 +277,25 @@ func TestDurabilityRefChange(t *testing.T) {
 	rec.Reset()
 	mustCAS(t, r, "threads/x", b, 0, "delete")
 	check("delete", rec.Ops(), true)
+	// Replace (restore, set --force, rm --force) writes in the same order.
+	rec.Reset()
+	if err := r.Replace(t.Context(), "threads/x", a, "restore"); err != nil {
+		t.Fatal(err)
+	}
+	check("replace", rec.Ops(), false)
+	if err := os.WriteFile(filepath.Join(s.Dir(), "refs", "threads", "x"), []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec.Reset()
+	if err := r.Replace(t.Context(), "threads/x", b, "set --force"); err != nil {
+		t.Fatal(err)
+	}
+	check("replace a damaged ref", rec.Ops(), false)
+	rec.Reset()
+	if err := r.Replace(t.Context(), "threads/x", 0, "rm --force"); err != nil {
+		t.Fatal(err)
+	}
+	check("replace by none", rec.Ops(), true)
 }
 
 func TestDurabilityNone(t *testing.T) {

@@ -40,7 +40,7 @@ func FuzzParseRef(f *testing.F) {
 	f.Add([]byte("0000000000000 a\n"), "a")
 	f.Add([]byte("2DHW2FP49YVD3 ../x\n"), "../x")
 	f.Fuzz(func(t *testing.T, b []byte, lower string) {
-		name, h, err := parseRef(b, lower, "ref")
+		name, h, err := parseRef(b, lower)
 		if err != nil {
 			return
 		}

@@ -40,10 +40,14 @@ func (l logLine) same(e logLine) bool {
 }
 
 // isIntent reports whether l, the last complete line of a log, is an
-// uncommitted intent: a change appended before a crash kept it from being
-// applied to the ref, whose value (zero if absent) is cur.
+// uncommitted intent: a move or delete appended before a crash kept it
+// from being applied to the ref file, which still holds cur, its old
+// value. With no ref file (cur zero) a last line is never an intent: a
+// create interrupted by a crash cannot be told from a ref file deleted
+// behind uwf's back after its creation, so the line is kept for fsck to
+// report and for a restore or a forced change to decide.
 func (l logLine) isIntent(cur cas.Hash) bool {
-	return l.New != cur && l.Old == cur && !l.Import
+	return !cur.IsZero() && l.New != cur && l.Old == cur && !l.Import
 }
 
 func appendLine(b []byte, l logLine) []byte {
@@ -238,10 +242,12 @@ func (r *Refs) Log(ctx context.Context, name string) ([]cas.LogEntry, error) {
 }
 
 // visibleLog reads the committed lines of logs/<lower>@.jsonl; the caller
-// holds the ref's striped lock.
+// holds the ref's striped lock. When the ref file cannot be parsed, every
+// complete line is returned (none is taken for an intent).
 func (r *Refs) visibleLog(lower string) ([]logLine, error) {
 	cur, err := r.read(lower)
-	if err != nil {
+	var bad *cas.BadRefError
+	if err != nil && !errors.As(err, &bad) {
 		return nil, err
 	}
 	lines, _, err := r.readLog(lower, cur.hash)
@@ -276,8 +282,10 @@ func (r *Refs) logFiles(ctx context.Context) ([]string, error) {
 
 // Logs lists the names of every ref that has a log, live or deleted, sorted
 // by name. The names come from the log lines themselves (a log file may hold
-// the entries of several names differing in case, one after the other). A
-// failure yields the error and stops.
+// the entries of several names differing in case, one after the other); a
+// log file that cannot be parsed is listed under its lower-cased name, so
+// that [Refs.Log] of it reports what is wrong. A failure to list or lock
+// the logs yields the error and stops.
 func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		if err := r.s.ready(ctx); err != nil {
@@ -299,8 +307,9 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 			lines, err := r.visibleLog(lower)
 			unlock()
 			if err != nil {
-				yield("", err)
-				return
+				// A log that cannot be read or parsed is listed under its
+				// lower-cased name, for Log to report its fault.
+				names = append(names, lower)
 			}
 			for _, l := range lines {
 				names = append(names, l.Name)
@@ -319,7 +328,10 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // milliseconds, the precision of log times), except a live ref's newest
 // entry and its creation entry (the last entry with a zero Old: the one that
 // created the ref's current incarnation); a deleted ref's entries go
-// entirely once its newest entry is older than before. Each changed log is
+// entirely once its newest entry is older than before. A missing ref's
+// entries (its newest entry has a non-zero New, but there is no ref file
+// for that name) are all kept, and so is the log of a ref file that cannot
+// be parsed. Each changed log is
 // rewritten atomically (or removed when empty) under its ref's striped lock;
 // a torn last line or an uncommitted intent is dropped on the way. It
 // returns how many entries it removed; logs it could not prune are reported
@@ -354,6 +366,10 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 	}
 	defer unlock()
 	cur, err := r.read(lower)
+	var bad *cas.BadRefError
+	if errors.As(err, &bad) {
+		return 0, nil // kept whole until the ref is repaired
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -381,6 +397,8 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 		case cur.exists && cur.name == n:
 			c, hasCreation := creation[n]
 			keep = !old(l) || i == newest[n] || hasCreation && i == c
+		case !lines[newest[n]].New.IsZero():
+			keep = true // a missing ref: kept until restored or removed by force
 		case old(lines[newest[n]]):
 			keep = false
 		default:

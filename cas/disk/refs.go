@@ -87,35 +87,62 @@ func (c refState) value(name string) cas.Hash {
 	return 0
 }
 
-// read reads refs/<lower>.
+// read reads refs/<lower>. A file that cannot be read or parsed is a
+// *[cas.BadRefError].
 func (r *Refs) read(lower string) (refState, error) {
 	path := r.refPath(lower)
 	b, err := readFile(path)
 	switch {
 	case err == nil:
-		name, h, err := parseRef(b, lower, path)
-		return refState{exists: true, name: name, hash: h}, err
+		name, h, err := parseRef(b, lower)
+		if err != nil {
+			return refState{}, r.badRef(lower, path, err)
+		}
+		return refState{exists: true, name: name, hash: h}, nil
 	case errors.Is(err, syscall.EISDIR):
 		return refState{isDir: true}, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return refState{}, nil
 	}
-	return refState{}, fmt.Errorf("disk: read ref: %w", err)
+	return refState{}, r.badRef(lower, path, err)
 }
 
+// badRef describes the damaged ref file refs/<lower>: its name is the one
+// the newest line of its log holds, else lower.
+func (r *Refs) badRef(lower, path string, err error) *cas.BadRefError {
+	name := lower
+	if lines, _, lerr := r.readLog(lower, 0); lerr == nil && len(lines) > 0 {
+		name = lines[len(lines)-1].Name
+	}
+	return &cas.BadRefError{Name: name, File: path, Err: err}
+}
+
+// maxQuoted is how much of a malformed ref file an error quotes.
+const maxQuoted = 64
+
 // parseRef parses a ref file, "<HASH> <Name>\n", found at refs/<lower>.
-func parseRef(b []byte, lower, path string) (string, cas.Hash, error) {
-	bad := fmt.Errorf("disk: ref file %s is malformed: %q", path, b)
+func parseRef(b []byte, lower string) (string, cas.Hash, error) {
+	quoted := b
+	if len(quoted) > maxQuoted {
+		quoted = quoted[:maxQuoted]
+	}
+	bad := func(why string) error {
+		more := ""
+		if len(b) > maxQuoted {
+			more = fmt.Sprintf(" (%d bytes in all)", len(b))
+		}
+		return fmt.Errorf("malformed: %s: %q%s", why, quoted, more)
+	}
 	if len(b) < cas.HashLen+3 || b[cas.HashLen] != ' ' || b[len(b)-1] != '\n' {
-		return "", 0, bad
+		return "", 0, bad(`want "<hash> <name>\n"`)
 	}
 	h, err := cas.ParseCanonicalHash(string(b[:cas.HashLen]))
 	if err != nil || h.IsZero() {
-		return "", 0, bad
+		return "", 0, bad("not a hash")
 	}
 	name := string(b[cas.HashLen+1 : len(b)-1])
 	if cas.ValidateRefName(name) != nil || strings.ToLower(name) != lower {
-		return "", 0, bad
+		return "", 0, bad("the name does not match the file's path")
 	}
 	return name, h, nil
 }
@@ -130,8 +157,9 @@ func refFile(name string, h cas.Hash) []byte {
 
 // Get returns the hash ref name points at. The error wraps [cas.ErrNotFound]
 // if there is no ref with exactly that name (a name differing only in case
-// is another ref) and [cas.ErrInvalidRefName] for a bad name. It reads
-// without locking: refs are replaced atomically.
+// is another ref) and [cas.ErrInvalidRefName] for a bad name; a ref file
+// that cannot be read or parsed is a *[cas.BadRefError]. It reads without
+// locking: refs are replaced atomically.
 func (r *Refs) Get(ctx context.Context, name string) (cas.Hash, error) {
 	if err := r.s.ready(ctx); err != nil {
 		return 0, err
@@ -151,8 +179,12 @@ func (r *Refs) Get(ctx context.Context, name string) (cas.Hash, error) {
 
 // List lists the refs whose names start with prefix ("" for all; the match
 // is case-sensitive), sorted by name. When prefix holds a '/', only the
-// folder before its last '/' is walked. A malformed ref file yields an error
-// and stops the listing.
+// folder before its last '/' is walked. A ref file that cannot be read or
+// parsed is yielded, in its place in name order, as a *[cas.BadRefError]
+// named as its log names it (else by its lower-cased path), and the
+// listing goes on; such a file is listed when either that name starts
+// with prefix or its path does, ignoring case. A failure to walk the refs
+// folder yields the error and stops.
 func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error] {
 	return func(yield func(cas.Ref, error) bool) {
 		if err := r.s.ready(ctx); err != nil {
@@ -165,7 +197,12 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 				root = r.refPath(d)
 			}
 		}
-		var refs []cas.Ref
+		type item struct {
+			ref cas.Ref
+			bad *cas.BadRefError
+		}
+		var items []item
+		lowerPrefix := strings.ToLower(prefix)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -176,19 +213,25 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 			if d.IsDir() {
 				return ctx.Err()
 			}
+			lower := filepath.ToSlash(p[len(r.refDir)+1:])
 			b, err := readFile(p)
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
-			if err != nil {
-				return err
+			var name string
+			var h cas.Hash
+			if err == nil {
+				name, h, err = parseRef(b, lower)
 			}
-			name, h, err := parseRef(b, filepath.ToSlash(p[len(r.refDir)+1:]), p)
 			if err != nil {
-				return err
+				bad := r.badRef(lower, p, err)
+				if strings.HasPrefix(bad.Name, prefix) || strings.HasPrefix(lower, lowerPrefix) {
+					items = append(items, item{ref: cas.Ref{Name: bad.Name}, bad: bad})
+				}
+				return nil
 			}
 			if strings.HasPrefix(name, prefix) {
-				refs = append(refs, cas.Ref{Name: name, Hash: h})
+				items = append(items, item{ref: cas.Ref{Name: name, Hash: h}})
 			}
 			return nil
 		})
@@ -196,9 +239,15 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 			yield(cas.Ref{}, fmt.Errorf("disk: list refs: %w", err))
 			return
 		}
-		slices.SortFunc(refs, func(a, b cas.Ref) int { return cmp.Compare(a.Name, b.Name) })
-		for _, ref := range refs {
-			if !yield(ref, nil) {
+		slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.ref.Name, b.ref.Name) })
+		for _, it := range items {
+			var ok bool
+			if it.bad != nil {
+				ok = yield(cas.Ref{}, it.bad)
+			} else {
+				ok = yield(it.ref, nil)
+			}
+			if !ok {
 				return
 			}
 		}
@@ -217,8 +266,13 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 // so unrelated refs move in parallel. Under the locks, in this order: (1) the
 // ref is read and checked; (2) the log line is appended and synced; (3) the
 // ref file is replaced (temporary file, sync, rename, folder sync) or
-// removed. A crash between (2) and (3) leaves an uncommitted last log entry,
-// which [Refs.Log] hides and the next change of the ref truncates away.
+// removed. A crash between (2) and (3) leaves an uncommitted last log
+// entry. When the ref file is there (a move or delete was interrupted),
+// [Refs.Log] hides it and the next change of the ref truncates it away;
+// when it is not (a create was interrupted, or the file was deleted
+// behind uwf's back after its creation: the two look alike), the entry is
+// kept and shown, and fsck reports the ref as missing. A ref file that
+// cannot be parsed is a *[cas.BadRefError], and nothing changes.
 func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Hash, message string) error {
 	if err := r.s.ready(ctx); err != nil {
 		return err
@@ -274,6 +328,98 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	return nil
 }
 
+// Replace sets ref name to new, or deletes it if new is zero, whatever
+// refs/<lower> holds, as [cas.Refs] specifies: the repair of a ref file
+// that cannot be parsed and of a ref its log says exists while its file
+// is gone. The logged old value is the ref's if its file parses and holds
+// name, else the New of the newest line for name in its log. It takes the
+// global refs lock and the ref's striped lock, appends the log line, then
+// writes or removes the ref file, as CompareAndSwap does; a ref file
+// holding another name (differing in case), or a clash with a parent or
+// child ref, is a *[cas.ConflictError].
+func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message string) error {
+	if err := r.s.ready(ctx); err != nil {
+		return err
+	}
+	if err := cas.ValidateRefName(name); err != nil {
+		return err
+	}
+	lower := strings.ToLower(name)
+	unlockG, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+	if err != nil {
+		return fmt.Errorf("disk: lock refs: %w", err)
+	}
+	defer unlockG()
+	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	if err != nil {
+		return fmt.Errorf("disk: lock ref %s: %w", name, err)
+	}
+	defer unlock()
+
+	cur, err := r.read(lower)
+	var bad *cas.BadRefError
+	if err != nil && !errors.As(err, &bad) {
+		return err
+	}
+	var old cas.Hash
+	switch {
+	case cur.exists && cur.name == name:
+		old = cur.hash
+		if old == new {
+			return nil
+		}
+	case cur.exists:
+		return &cas.ConflictError{Name: name, Clash: cur.name}
+	default:
+		lines, _, err := r.readLog(lower, 0)
+		if err != nil {
+			return fmt.Errorf("disk: ref %s: %w", name, err)
+		}
+		for _, l := range lines {
+			if l.Name == name {
+				old = l.New
+			}
+		}
+		if new.IsZero() && old.IsZero() {
+			// Nothing to record: no value before, none after.
+			if bad == nil {
+				return nil
+			}
+			if err := r.removeRef(lower); err != nil {
+				return fmt.Errorf("disk: ref %s: %w", name, err)
+			}
+			return nil
+		}
+	}
+	if !new.IsZero() && !cur.exists {
+		probe := cur
+		if bad != nil {
+			probe = refState{} // the damaged file is this ref's: only its parents may clash
+		}
+		clash, err := r.clash(lower, probe)
+		if err != nil {
+			return err
+		}
+		if clash != "" {
+			return &cas.ConflictError{Name: name, Clash: clash}
+		}
+	}
+	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
+	if err := r.appendLog(lower, cur.hash, line); err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	switch {
+	case !new.IsZero():
+		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, r.refPath(lower), refFile(name, new), r.s.durable)
+	case cur.exists || bad != nil:
+		err = r.removeRef(lower)
+	}
+	if err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	return nil
+}
+
 // clash returns the name of an existing ref that a new ref at refs/<lower>
 // would clash with, or "": a ref at the same path (differing in case), a ref
 // at one of its parent folders, or a ref inside a folder at its path. An
@@ -315,7 +461,7 @@ func (r *Refs) clash(lower string, cur refState) (string, error) {
 		}
 		rel := filepath.ToSlash(p[len(r.refDir)+1:])
 		found = rel
-		if name, _, err := parseRef(b, rel, p); err == nil {
+		if name, _, err := parseRef(b, rel); err == nil {
 			found = name
 		}
 		return filepath.SkipAll

@@ -24,6 +24,7 @@ type queries struct {
 	move, del, create, clash, readLog     string
 	lockShared, lockExclusive, deleteLogs string
 	pruneLog, insertRef                   string
+	lastLogged, insertLog, setRef, delRef string
 }
 
 func newQueries(schema string) queries {
@@ -95,12 +96,21 @@ func newQueries(schema string) queries {
 	q.readLog = q.expand(`SELECT old, new, time_ms, message FROM {{S}}.ref_log WHERE name = $1 ORDER BY id`)
 	q.insertRef = q.expand(`INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)`)
 	q.deleteLogs = q.expand(`DELETE FROM {{S}}.ref_log WHERE name = $1`)
+	// Replace: the newest logged value, and the unconditional row changes
+	// with their log row.
+	q.lastLogged = q.expand(`SELECT new FROM {{S}}.ref_log WHERE name = $1 ORDER BY id DESC LIMIT 1`)
+	q.insertLog = q.expand(`INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		VALUES ($1::text, $2::bigint, $3::bigint, ` + nowMS + `, $4::text)`)
+	q.setRef = q.expand(`INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)
+		ON CONFLICT (name) DO UPDATE SET hash = EXCLUDED.hash`)
+	q.delRef = q.expand(`DELETE FROM {{S}}.refs WHERE name = $1::text`)
 	q.lockShared = `SELECT pg_advisory_xact_lock_shared(k) FROM unnest($1::bigint[]) AS k`
 	q.lockExclusive = `SELECT pg_advisory_xact_lock($1::bigint)`
 	// Prune in one statement: per name, its newest entry, its creation
 	// entry (the last with a zero old) and its newest time; a live ref
 	// keeps the first two whatever their age, a deleted ref's log goes
-	// whole once its newest entry is old.
+	// whole once its newest entry is old, and a missing ref's log (not
+	// live, its newest entry has a non-zero new) is kept whole.
 	q.pruneLog = q.expand(`WITH s AS (
 			SELECT l.name,
 				max(l.id) AS newest,
@@ -110,7 +120,7 @@ func newQueries(schema string) queries {
 			GROUP BY l.name
 		), d AS (
 			DELETE FROM {{S}}.ref_log l USING s, {{S}}.ref_log n
-			WHERE l.name = s.name AND n.id = s.newest AND (
+			WHERE l.name = s.name AND n.id = s.newest AND (s.live OR n.new = 0) AND (
 				(NOT s.live AND n.time_ms < $1::bigint)
 				OR (l.time_ms < $1 AND NOT (s.live AND (l.id = s.newest OR l.id = s.creation)))
 			)

@@ -241,6 +241,73 @@ func (r *Refs) create(ctx context.Context, name string, new cas.Hash, message st
 	})
 }
 
+// Replace sets ref name to new, or deletes it if new is zero, whatever it
+// holds, as [cas.Refs] specifies, in one transaction holding the name's
+// advisory locks and the row's lock: the logged old value is the row's,
+// or, with no row (deleted behind uwf's back), the new value of the
+// name's newest log row. A row cannot be malformed here (the columns'
+// types and constraints see to it), so Replace only ever repairs a
+// missing ref; a name clash is a *[cas.ConflictError].
+func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message string) error {
+	if err := cas.ValidateRefName(name); err != nil {
+		return err
+	}
+	if err := validMessage(name, message); err != nil {
+		return err
+	}
+	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := r.lockName(ctx, tx, name); err != nil {
+			return err
+		}
+		var cur int64
+		err := tx.QueryRow(ctx, r.s.q.getRefForUpdate, name).Scan(&cur)
+		live := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		old := cas.Hash(cur)
+		if !live {
+			var last int64
+			err := tx.QueryRow(ctx, r.s.q.lastLogged, name).Scan(&last)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			old = cas.Hash(last)
+		}
+		switch {
+		case live && old == new, !live && new.IsZero() && old.IsZero():
+			return nil
+		case new.IsZero():
+			if _, err := tx.Exec(ctx, r.s.q.delRef, name); err != nil {
+				return err
+			}
+		default:
+			if !live {
+				clash, err := r.clash(ctx, tx, name)
+				if err != nil {
+					return err
+				}
+				if clash != "" {
+					return &cas.ConflictError{Name: name, Clash: clash}
+				}
+			}
+			if _, err := tx.Exec(ctx, r.s.q.setRef, name, int64(new)); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, r.s.q.insertLog, name, int64(old), int64(new), message)
+		return err
+	})
+	if err != nil {
+		var ce *cas.ConflictError
+		if errors.As(err, &ce) {
+			return err
+		}
+		return fmt.Errorf("replace ref %s: %w", name, err)
+	}
+	return nil
+}
+
 // lockName takes, in tx, the advisory locks that serialise every change
 // that may create a ref against every other that may create a clashing
 // one: shared locks on each lower-case folder of the name, outermost
@@ -367,7 +434,9 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // entry's millisecond time is before it), except, for a live ref, its
 // newest entry and the entry that created its current incarnation (the
 // last one with a zero Old). A deleted ref's log goes whole once its newest
-// entry is older than before. It returns how many entries it removed.
+// entry is older than before; a missing ref's log (no row, but its newest
+// entry has a non-zero new: a row deleted behind uwf's back) is kept whole.
+// It returns how many entries it removed.
 func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	// entry ms < before  <=>  entry ms < ceil(before in ms)
 	ms := before.UnixMilli()

@@ -216,6 +216,8 @@ func TestBadArguments(t *testing.T) {
 			{"cas", "refs", "--", h},
 			{"cas", "walk", "--", h},
 			{"cas", "walk", "--tree", "--", h},
+			{"cas", "ref", "set", "--", "x", h},
+			{"cas", "ref", "restore", "x", "--to=" + h},
 		} {
 			cases = append(cases, badArg{h, args})
 		}
@@ -227,12 +229,18 @@ func TestBadArguments(t *testing.T) {
 			{"cas", "schema", "get", "--", n},
 			{"cas", "schema", "put", "note.yaml", "--name=" + n},
 			{"cas", "ref", "log", "--", n},
+			{"cas", "ref", "set", "--", n, "EYHPV6X8XHTCS"},
+			{"cas", "ref", "rm", "--", n},
+			{"cas", "ref", "restore", "--", n},
 		} {
 			cases = append(cases, badArg{n, args})
 		}
 		if n != "" && n != "a/" {
 			cases = append(cases, badArg{n, []string{"cas", "ref", "list", "--", n}})
 		}
+	}
+	for _, args := range [][]string{{"cas", "ref", "set", "x", "0000000000000"}, {"cas", "ref", "restore", "x", "--to", "0000000000000"}} {
+		cases = append(cases, badArg{"0000000000000", args})
 	}
 	for _, tc := range cases {
 		r := e.run("", tc.args...)
@@ -378,6 +386,9 @@ func TestNotFoundAndConflict(t *testing.T) {
 		{"cas", "put", "--batch", "nope"},
 		{"cas", "put", "note", "dangling.json"},
 		{"cas", "ref", "log", "threads/nope"},
+		{"cas", "ref", "rm", "threads/nope"},
+		{"cas", "ref", "restore", "threads/nope"},
+		{"cas", "ref", "set", "x", absent},
 	} {
 		r := e.run("", args...)
 		if r.code != 3 || r.stdout != "" || !strings.HasPrefix(r.stderr, "uwf: ") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,6 +64,9 @@ func checkTypeArg(cmd, s string) error {
 func schemaNames(ctx context.Context, repo *cas.Repo) (map[cas.Hash]string, error) {
 	names := map[cas.Hash]string{}
 	for ref, err := range repo.Refs().List(ctx, "schemas/") {
+		if errors.Is(err, cas.ErrBadRef) {
+			continue // names are for display: fsck reports the bad ref
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list schemas: %w", err)
 		}

@@ -146,28 +146,54 @@ func casFsckCommand() *cli.Command {
 		Name:  "fsck",
 		Usage: "verify the whole store",
 		Description: `Re-hashes every object, checks it is canonical, valid against its schema,
-with every edge present; checks every ref points at a present node and
-agrees with its log. Prints each problem on a line, with the refs that
-reach it, then a summary; with --json, one object. Exits 1 if anything is
-wrong.`,
+with every edge present; checks every ref can be read, points at a present
+node and agrees with its log, and that every ref its log says exists does.
+Prints each problem on a line, with the refs that reach it, then a summary;
+with --json, one object. Exits 1 if anything is wrong. With --dangling, also
+lists, as "dangling <hash> <type>", every thread head (start, step or mark
+node) that no ref reaches and no node refers to: a thread whose ref was
+lost, until GC collects it.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dangling", Usage: "list the thread heads no ref reaches"},
+		},
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
 			}
-			return runFsck(c.Context, c.App.Writer, s)
+			return runFsckDangling(c.Context, c.App.Writer, s, c.Bool("dangling"))
 		}),
 	}
 }
 
 func runFsck(ctx context.Context, w io.Writer, s *session) error {
+	return runFsckDangling(ctx, w, s, false)
+}
+
+func runFsckDangling(ctx context.Context, w io.Writer, s *session, dangling bool) error {
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	rep, err := repo.Fsck(ctx, thread.FsckOptions())
+	opts := thread.FsckOptions()
+	if dangling {
+		opts.Dangling = thread.IsHead
+	}
+	rep, err := repo.Fsck(ctx, opts)
 	if err != nil {
 		return err
+	}
+	var names map[cas.Hash]string
+	if dangling {
+		if names, err = schemaNames(ctx, repo); err != nil {
+			return err
+		}
+	}
+	typeName := func(t cas.Hash) string {
+		if n, ok := names[t]; ok {
+			return n
+		}
+		return t.String()
 	}
 	if s.json {
 		type problem struct {
@@ -187,6 +213,18 @@ func runFsck(ctx context.Context, w io.Writer, s *session) error {
 				ps[i].ReachedFrom = []string{}
 			}
 		}
+		type dangle struct {
+			Hash cas.Hash `json:"hash"`
+			Type string   `json:"type"`
+		}
+		var ds *[]dangle // left out without --dangling
+		if dangling {
+			list := []dangle{}
+			for _, d := range rep.Dangling {
+				list = append(list, dangle{d.Hash, typeName(d.Type)})
+			}
+			ds = &list
+		}
 		err = writeJSON(w, struct {
 			OK             bool      `json:"ok"`
 			Objects        int       `json:"objects"`
@@ -194,10 +232,14 @@ func runFsck(ctx context.Context, w io.Writer, s *session) error {
 			TempFiles      int       `json:"tempFiles"`
 			StaleTempFiles int       `json:"staleTempFiles"`
 			Problems       []problem `json:"problems"`
-		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps})
+			Dangling       *[]dangle `json:"dangling,omitempty"`
+		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps, ds})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())
+		}
+		for _, d := range rep.Dangling {
+			fmt.Fprintf(w, "dangling %s %s\n", d.Hash, typeName(d.Type))
 		}
 		if rep.TempFiles > 0 {
 			fmt.Fprintf(w, "temporary files: %d (%d over an hour old: left by crashed writers; gc removes them)\n",

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,7 +17,7 @@ import (
 func casRefCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ref",
-		Usage: "show refs and their logs",
+		Usage: "show, set, remove and restore refs, and show their logs",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "list",
@@ -24,12 +25,100 @@ func casRefCommand() *cli.Command {
 				ArgsUsage: "[prefix]",
 				Description: `Prints "<hash> <name>" for every ref whose name starts with prefix (all
 refs if none), sorted by name, like git show-ref; with --json,
-[{"name","hash"}].`,
+[{"name","hash"}]. A ref that cannot be read is left out and named on
+stderr, and the exit status is 1, after the others are printed.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 1, "[prefix]"); err != nil {
 						return err
 					}
 					return runRefList(c.Context, c.App.Writer, s, c.Args().First())
+				}),
+			},
+			{
+				Name:      "set",
+				Usage:     "point a ref at a node",
+				ArgsUsage: "<name> <hash>",
+				Description: `Creates the ref, or moves it from the value it holds (exit 4 if it moves
+meanwhile). The node must be in the store (exit 3). A ref whose file cannot
+be read, or a missing ref (its log says it exists, but it does not: see
+"uwf cas fsck"), is refused unless --force replaces it; the log then records
+the change from the last logged value.`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "force", Usage: "replace a ref that cannot be read, or that its log says is missing"},
+				},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 2, 2, "<name> <hash>"); err != nil {
+						return err
+					}
+					name := c.Args().Get(0)
+					if err := cas.ValidateRefName(name); err != nil {
+						return &usageError{cmd: s.cmd, err: err}
+					}
+					h, err := parseHashArg(s.cmd, c.Args().Get(1))
+					if err != nil {
+						return err
+					}
+					if h.IsZero() {
+						return usageErrorf(s.cmd, "invalid hash %s: the zero hash names no node (use uwf cas ref rm)", h)
+					}
+					return runRefChange(c.Context, s, name, h, c.Bool("force"))
+				}),
+			},
+			{
+				Name:      "rm",
+				Usage:     "remove a ref",
+				ArgsUsage: "<name>",
+				Description: `Deletes the ref (exit 3 if it does not exist, 4 if it moves meanwhile); its
+log is kept until GC prunes it. A ref whose file cannot be read, or a
+missing ref (its log says it exists, but it does not), is refused unless
+--force removes it, or records it deleted.`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "force", Usage: "remove a ref that cannot be read, or record a missing one deleted"},
+				},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 1, 1, "<name>"); err != nil {
+						return err
+					}
+					name := c.Args().First()
+					if err := cas.ValidateRefName(name); err != nil {
+						return &usageError{cmd: s.cmd, err: err}
+					}
+					return runRefChange(c.Context, s, name, 0, c.Bool("force"))
+				}),
+			},
+			{
+				Name:      "restore",
+				Usage:     "restore a ref from its log",
+				ArgsUsage: "<name>",
+				Description: `Brings the ref back to the newest value its log records, or to --to <hash>
+(an old or new value of one of its entries), like a restore from git's
+reflog: a ref deleted behind uwf's back, a ref whose file cannot be read,
+or a ref moved where it should not be. The node must still be in the store.
+Prints "<hash> <name>"; with --json, {"name","hash"}. Exit 3 if the ref has
+no log, the log does not hold --to, or the node is gone; 4 if the ref moves
+meanwhile.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "to", Usage: "restore to `HASH`, a value in the ref's log"},
+				},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 1, 1, "<name>"); err != nil {
+						return err
+					}
+					name := c.Args().First()
+					if err := cas.ValidateRefName(name); err != nil {
+						return &usageError{cmd: s.cmd, err: err}
+					}
+					var to cas.Hash
+					if c.IsSet("to") {
+						var err error
+						if to, err = parseHashArg(s.cmd, c.String("to")); err != nil {
+							return err
+						}
+						if to.IsZero() {
+							return usageErrorf(s.cmd, "invalid --to %s: the zero hash names no node (use uwf cas ref rm)", to)
+						}
+					}
+					return runRefRestore(c.Context, c.App.Writer, s, name, to)
 				}),
 			},
 			{
@@ -69,20 +158,85 @@ func runRefList(ctx context.Context, w io.Writer, s *session, prefix string) err
 		Hash cas.Hash `json:"hash"`
 	}
 	list := []ref{}
+	var bad []error
 	for r, err := range repo.Refs().List(ctx, prefix) {
+		if errors.Is(err, cas.ErrBadRef) {
+			bad = append(bad, err)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("list refs: %w", err)
 		}
 		list = append(list, ref{r.Name, r.Hash})
 	}
 	if s.json {
-		return writeJSON(w, list)
+		err = writeJSON(w, list)
+	} else {
+		bw := bufio.NewWriter(w)
+		for _, r := range list {
+			fmt.Fprintf(bw, "%s %s\n", r.Hash, r.Name)
+		}
+		err = bw.Flush()
 	}
-	bw := bufio.NewWriter(w)
-	for _, r := range list {
-		fmt.Fprintf(bw, "%s %s\n", r.Hash, r.Name)
+	if err != nil {
+		return err
 	}
-	return bw.Flush()
+	return badRefsError(bad)
+}
+
+// badRefsError reports the refs a listing left out because they cannot be
+// read, one per line, with the way to repair them; nil if none.
+func badRefsError(bad []error) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d ref%s cannot be read and %s left out (repair with uwf cas ref restore, or uwf cas ref set|rm --force):\n%w",
+		len(bad), plural(len(bad)), map[bool]string{true: "was", false: "were"}[len(bad) == 1], errors.Join(bad...))
+}
+
+func runRefChange(ctx context.Context, s *session, name string, h cas.Hash, force bool) error {
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	var change error
+	if h.IsZero() {
+		change = repo.RemoveRef(ctx, name, force)
+	} else {
+		change = repo.SetRef(ctx, name, h, force)
+	}
+	var missing *cas.MissingRefError
+	switch {
+	case force || change == nil:
+	case errors.Is(change, cas.ErrBadRef), errors.As(change, &missing):
+		what := "replaces it"
+		if h.IsZero() {
+			what = "removes it"
+		}
+		return fmt.Errorf("%w (uwf cas ref restore %s brings it back from its log; --force %s)", change, name, what)
+	}
+	return change
+}
+
+func runRefRestore(ctx context.Context, w io.Writer, s *session, name string, to cas.Hash) error {
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	h, err := repo.RestoreRef(ctx, name, to)
+	if err != nil {
+		return err
+	}
+	if s.json {
+		return writeJSON(w, struct {
+			Name string   `json:"name"`
+			Hash cas.Hash `json:"hash"`
+		}{name, h})
+	}
+	_, err = fmt.Fprintf(w, "%s %s\n", h, name)
+	return err
 }
 
 // logTimeFormat is RFC 3339 in UTC with milliseconds, the precision of

@@ -667,22 +667,32 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		return err
 	}
 	defer closeStore()
-	infos, err := s.engine(repo).List(ctx, opts)
-	if err != nil {
-		return err
+	// Threads that cannot be read are left out and reported (exit 1)
+	// after the others are printed.
+	infos, listErr := s.engine(repo).List(ctx, opts)
+	if listErr != nil && infos == nil {
+		return listErr
 	}
 	if s.json {
 		out := []threadJSON{}
 		for _, info := range infos {
 			out = append(out, toThreadJSON(info))
 		}
-		return writeJSON(w, out)
+		err = writeJSON(w, out)
+	} else {
+		bw := bufio.NewWriter(w)
+		for _, info := range infos {
+			fmt.Fprintf(bw, "%s %-9s %4d %s %s\n", info.ID, info.Status, info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
+		}
+		err = bw.Flush()
 	}
-	bw := bufio.NewWriter(w)
-	for _, info := range infos {
-		fmt.Fprintf(bw, "%s %-9s %4d %s %s\n", info.ID, info.Status, info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
+	if err != nil {
+		return err
 	}
-	return bw.Flush()
+	if listErr != nil {
+		return fmt.Errorf("%w\n(uwf cas fsck reports every damaged ref and node; uwf cas ref restore repairs a ref from its log)", listErr)
+	}
+	return nil
 }
 
 func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) error {

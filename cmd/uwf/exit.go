@@ -26,7 +26,7 @@ EXIT CODES:
    1    failure (bad input file, invalid data, a failed step, a thread stopped at its step limit, a diverging replay, fsck found problems, ...)
    2    usage error (unknown command or flag, wrong arguments, an invalid hash, thread id or name)
    3    not found (an object, a ref, a schema, a workflow, a thread; "has" answering no)
-   4    conflict (a thread or another ref moved meanwhile)
+   4    conflict (a thread or another ref moved meanwhile; a ref missing though its log says it exists)
    130  interrupted
 `
 

@@ -74,8 +74,9 @@ type FsckOptions struct {
 
 // Fsck checks the whole store: every object re-hashed, decoded, canonical,
 // valid against its schema, with every edge present; every ref pointing at
-// a present node and equal to its log's newest entry; plus the registered
-// extra checks. Each problem names the refs that reach it. The error is for
+// a present node and equal to its log's newest entry; the built-in schemas
+// of the store's format version stored and named ([ProblemBuiltin]); plus
+// the registered extra checks. Each problem names the refs that reach it. The error is for
 // a failure to read the store at all (listing, a cancelled context), not
 // for problems found.
 func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
@@ -83,6 +84,17 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		opts = &FsckOptions{}
 	}
 	rep := &FsckReport{}
+	// The built-ins are checked apart, each problem reported once.
+	builtinProblems, err := r.checkBuiltins(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fsck: %w", err)
+	}
+	builtin := map[Hash]bool{}
+	for _, p := range builtinProblems {
+		if p.Ref == "" {
+			builtin[p.Hash] = true
+		}
+	}
 	present := map[Hash]bool{}
 	for obj, err := range r.st.All(ctx) {
 		if err != nil {
@@ -111,8 +123,8 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		rep.Objects++
 		data, err := r.st.Get(ctx, h)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
-				continue // deleted since the listing
+			if errors.Is(err, ErrNotFound) || builtin[h] {
+				continue // deleted since the listing, or a built-in's
 			}
 			kind := ProblemCorrupt
 			if !errors.Is(err, ErrCorrupt) {
@@ -162,7 +174,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		}
 		for _, e := range edges {
 			parents[e.Hash] = append(parents[e.Hash], h)
-			if !has(e.Hash) {
+			if !has(e.Hash) && !builtin[e.Hash] {
 				add(Problem{Hash: h, Kind: ProblemMissingEdge, Msg: fmt.Sprintf("edge %s -> %s is not in the store", e.Path, e.Hash)})
 			}
 		}
@@ -186,7 +198,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemLogMismatch,
 				Msg: fmt.Sprintf("its log's newest entry says %s", entries[len(entries)-1].New)})
 		}
-		if !has(ref.Hash) {
+		if !has(ref.Hash) && !builtin[ref.Hash] {
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemMissingTarget, Msg: "the ref's target is not in the store"})
 			continue
 		}
@@ -199,6 +211,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			}
 		}
 	}
+	rep.Problems = append(rep.Problems, builtinProblems...)
 	for i := range rep.Problems {
 		p := &rep.Problems[i]
 		if !p.Hash.IsZero() {

@@ -269,4 +269,3 @@ func TestLostBuiltinPutBack(t *testing.T) {
 		t.Error("the content schema was not put back by a write")
 	}
 }
-

@@ -433,6 +433,10 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Err, set only by [Engine.List], says why the thread could not be
+	// read (a head of a kind this build does not know, a missing or
+	// corrupt node); the other fields but ID and Head are then zero.
+	Err error
 }
 
 // Show reads a thread's status, workflow, depth, head, provenance and last
@@ -499,7 +503,11 @@ type ListOptions struct {
 
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status filter only the threads on the
-// page are read.
+// page are read. A thread that cannot be read (a node of a kind this build
+// does not know, a missing or corrupt node) does not fail the listing: it
+// is listed with only ID, Head and Err set, whatever the status filter, and
+// counts toward the limit and offset like the others. The error is for a
+// failure to list the refs at all.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var refs []cas.Ref
 	for r, err := range e.refs.List(ctx, ThreadPrefix) {
@@ -522,9 +530,12 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		}
 		info, err := e.info(ctx, id, r.Hash)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			info = &Info{ID: id, Head: r.Hash, Err: err}
 		}
-		if opts.Status != "" {
+		if opts.Status != "" && info.Err == nil {
 			if info.Status != opts.Status {
 				continue
 			}

@@ -147,25 +147,47 @@ func casFsckCommand() *cli.Command {
 with every edge present; checks every ref points at a present node and
 agrees with its log. Prints each problem on a line, with the refs that
 reach it, then a summary; with --json, one object. Exits 1 if anything is
-wrong.`,
+wrong. --repair first puts back the known values of damaged built-in
+schemas (their objects and schemas/<name> refs, with a log entry) and
+prints a "repaired" line for each.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "repair", Usage: "put back damaged built-in schemas and their refs first"},
+		},
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
 			}
-			return runFsck(c.Context, c.App.Writer, s)
+			return runFsck(c.Context, c.App.Writer, s, c.Bool("repair"))
 		}),
 	}
 }
 
-func runFsck(ctx context.Context, w io.Writer, s *session) error {
+func runFsck(ctx context.Context, w io.Writer, s *session, repair bool) error {
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	repaired := []string{}
+	if repair {
+		done, err := repo.RepairBuiltins(ctx)
+		for _, r := range done {
+			repaired = append(repaired, r.String())
+			if !s.json {
+				fmt.Fprintf(w, "repaired %s\n", r)
+			}
+		}
+		if err != nil {
+			s.warnf("fsck --repair: %v", err)
+		}
+	}
 	rep, err := repo.Fsck(ctx, thread.FsckOptions())
 	if err != nil {
 		return err
+	}
+	var repairedJSON *[]string
+	if repair {
+		repairedJSON = &repaired
 	}
 	if s.json {
 		type problem struct {
@@ -190,7 +212,8 @@ func runFsck(ctx context.Context, w io.Writer, s *session) error {
 			Objects  int       `json:"objects"`
 			Refs     int       `json:"refs"`
 			Problems []problem `json:"problems"`
-		}{rep.OK(), rep.Objects, rep.Refs, ps})
+			Repaired *[]string `json:"repaired,omitempty"` // with --repair only
+		}{rep.OK(), rep.Objects, rep.Refs, ps, repairedJSON})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())

@@ -125,7 +125,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	}
 
 	label("uwf cas fsck")
-	if err := runFsck(ctx, w, s); err != nil {
+	if err := runFsck(ctx, w, s, false); err != nil {
 		return err
 	}
 	home, _ := s.homeDir()

@@ -630,9 +630,18 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		return err
 	}
 	defer closeStore()
-	infos, err := s.engine(repo).List(ctx, opts)
+	all, err := s.engine(repo).List(ctx, opts)
 	if err != nil {
 		return err
+	}
+	// Threads that cannot be read are named on stderr; the others listed.
+	var infos []*thread.Info
+	for _, info := range all {
+		if info.Err != nil {
+			s.warnf("thread %s skipped: %v", info.ID, info.Err)
+			continue
+		}
+		infos = append(infos, info)
 	}
 	if s.json {
 		out := []threadJSON{}

@@ -33,6 +33,7 @@ type session struct {
 	json       bool
 	log        *slog.Logger
 	stdin      io.Reader
+	stderr     io.Writer        // for warnings; errors are returned
 	now        func() time.Time // nil: the real clock
 	newID      func() ulid.ULID // nil: ulid.Make
 }
@@ -46,6 +47,7 @@ func newSession(c *cli.Context) (*session, error) {
 		durability: c.String("durability"),
 		json:       c.Bool("json"),
 		stdin:      c.App.Reader,
+		stderr:     c.App.ErrWriter,
 	}
 	if now, ok := c.App.Metadata[metaNow].(func() time.Time); ok {
 		s.now = now
@@ -61,6 +63,14 @@ func newSession(c *cli.Context) (*session, error) {
 	}
 	s.log = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 	return s, nil
+}
+
+// warnf prints a warning line to stderr, "uwf: <message>", for things a
+// command skipped while it went on with the rest.
+func (s *session) warnf(format string, args ...any) {
+	if s.stderr != nil {
+		fmt.Fprintf(s.stderr, "uwf: "+format+"\n", args...)
+	}
 }
 
 // withSession adapts a command body to a cli.ActionFunc.

@@ -61,12 +61,97 @@ func init() {
 	}
 }
 
-// migrate makes the tables of a new store. It first reads the version
-// without locking: a store at a known version is left as it is (nothing is
-// written). Otherwise it takes a transaction-scoped advisory lock, so
-// concurrent Opens create the store once, and runs the missing steps and
-// records the version in that one transaction.
+// additions are additive, droppable SQL objects (an index, a cache table, a
+// journal) that later issues append here. They are not part of the format:
+// a version-1 build ignores them, and so they are kept apart from the
+// format version, each recorded by name in the table additions when it is
+// made. [Open] makes the missing ones, in order, each in one transaction
+// with its row (so a store that has them all is left untouched, and one
+// made by an older build gets them at its first Open by a newer one).
+// Every statement must be safe to run again ("IF NOT EXISTS"), and must
+// never change what the tables of the format mean. Never remove or rename
+// an entry once released.
+var additions []addition
+
+// addition is one entry of additions.
+type addition struct {
+	name  string   // unique, recorded in the table additions
+	stmts []string // with {{S}} for the schema
+}
+
+// addAdditions makes the additions the store lacks. It reads the recorded
+// names first, without locking; only when some are missing does it take
+// the migration lock and, in one transaction, create the table additions
+// if needed, run each missing addition and record it.
+func (s *Store) addAdditions(ctx context.Context) error {
+	if len(additions) == 0 {
+		return nil
+	}
+	done := map[string]bool{}
+	rows, err := s.pool.Query(ctx, s.q.expand(`SELECT name FROM {{S}}.additions`))
+	if err == nil {
+		var names []string
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range names {
+			done[n] = true
+		}
+	}
+	var pe *pgconn.PgError
+	if err != nil && !(errors.As(err, &pe) && pe.Code == "42P01") { // undefined table: none yet
+		return fmt.Errorf("read the additions: %w", ctxErr(ctx, err))
+	}
+	missing := false
+	for _, a := range additions {
+		missing = missing || !done[a.name]
+	}
+	if !missing {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(s.schema, "migrate", "")); err != nil {
+			return fmt.Errorf("lock for additions: %w", err)
+		}
+		if _, err := tx.Exec(ctx, s.q.expand(`CREATE TABLE IF NOT EXISTS {{S}}.additions (
+			name text COLLATE "C" PRIMARY KEY,
+			made timestamptz NOT NULL DEFAULT now()
+		)`)); err != nil {
+			return fmt.Errorf("create the table additions: %w", err)
+		}
+		for _, a := range additions {
+			tag, err := tx.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.additions (name) VALUES ($1) ON CONFLICT DO NOTHING`), a.name)
+			if err != nil {
+				return fmt.Errorf("record addition %s: %w", a.name, err)
+			}
+			if tag.RowsAffected() == 0 {
+				continue // made before
+			}
+			for _, stmt := range a.stmts {
+				if _, err := tx.Exec(ctx, s.q.expand(stmt)); err != nil {
+					return fmt.Errorf("make addition %s: %w", a.name, err)
+				}
+			}
+			s.log.Info("made an additive SQL object", "name", a.name)
+		}
+		return nil
+	})
+}
+
+// migrate makes the tables of a new store, then any missing additions. It
+// first reads the version without locking: a store at a known version is
+// left as it is (nothing is written). Otherwise it takes a
+// transaction-scoped advisory lock, so concurrent Opens create the store
+// once, and runs the missing steps and records the version in that one
+// transaction.
 func (s *Store) migrate(ctx context.Context) error {
+	if err := s.createTables(ctx); err != nil {
+		return err
+	}
+	return s.addAdditions(ctx)
+}
+
+// createTables makes the tables of format version 1 if the store has no
+// recorded version, and refuses a version this build does not know.
+func (s *Store) createTables(ctx context.Context) error {
 	v, err := s.readVersion(ctx, s.pool)
 	if err == nil && v >= cas.FormatV1 && v <= cas.LatestFormat {
 		return nil

@@ -269,3 +269,53 @@ func TestLostBuiltinPutBack(t *testing.T) {
 		t.Error("the content schema was not put back by a write")
 	}
 }
+
+// TestOpenInitialises: a new store, or one whose creation was cut short
+// before schemas/meta was named, is initialised by Open; a store in use
+// that lost schemas/meta is damaged, and Open leaves it alone.
+func TestOpenInitialises(t *testing.T) {
+	ctx := t.Context()
+	mem := cas.NewMemStore(nil)
+	// Cut short: two built-ins stored, one named, no schemas/meta.
+	if _, err := mem.Put(ctx, cas.MetaSchemaNode()); err != nil {
+		t.Fatal(err)
+	}
+	content := cas.Builtins()[1]
+	if _, err := mem.Put(ctx, content.Node); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Refs().CompareAndSwap(ctx, "schemas/content", 0, content.Hash, "create built-in schema content"); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := cas.Open(ctx, mem, mem.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := repo.Fsck(ctx, nil); err != nil || !rep.OK() {
+		t.Fatalf("fsck after completing a cut-short creation: %v %v", err, rep.Problems)
+	}
+	for _, b := range cas.BuiltinsAt(cas.FormatV1) {
+		if log, _ := mem.Refs().Log(ctx, "schemas/"+b.Name); len(log) != 1 {
+			t.Errorf("log of schemas/%s has %d entries, want 1", b.Name, len(log))
+		}
+	}
+
+	// In use, then schemas/meta lost: damaged, not new.
+	x, err := repo.Put(ctx, cas.ContentSchema, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Refs().CompareAndSwap(ctx, "notes/x", 0, x, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Refs().CompareAndSwap(ctx, "schemas/meta", cas.MetaSchema, 0, "vandal"); err != nil {
+		t.Fatal(err)
+	}
+	before := takeSnapshot(t, mem, mem.Refs())
+	if _, err := cas.Open(ctx, mem, mem.Refs(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(takeSnapshot(t, mem, mem.Refs())); d != "" {
+		t.Errorf("Open of a store that lost schemas/meta changed it: %s", d)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -53,10 +54,10 @@ type Repo struct {
 // nothing: the built-in schemas are constants of the format, so commands
 // use their known hashes and bytes whatever the store holds, and damage to
 // their objects or schemas/<name> refs is for [Repo.Fsck] to report and
-// [Repo.RepairBuiltins] to mend. Only a new store, one that holds neither
-// the meta-schema node nor the ref schemas/meta, is initialised: the
-// version-1 built-ins are stored and named (create-only, so concurrent
-// first Opens agree).
+// [Repo.RepairBuiltins] to mend. Only a new store is initialised: one with
+// no ref schemas/meta and no ref but the built-ins' (so one whose creation
+// was cut short too). Its version-1 built-ins are stored and named
+// (create-only, so concurrent first Opens agree), schemas/meta last.
 func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error) {
 	r := &Repo{st: st, raw: refs, max: DefaultMaxNodeSize, schemas: map[Hash]*Schema{}}
 	if opts != nil && opts.MaxNodeSize > 0 {
@@ -76,27 +77,35 @@ func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error
 		return nil, err
 	}
 	if fresh {
-		if err := r.nameBuiltins(ctx, BuiltinsAt(FormatV1)); err != nil {
+		bs := BuiltinsAt(FormatV1)
+		// meta is first in bs: name it last, so that its ref marks a
+		// store whose creation is complete.
+		if err := r.nameBuiltins(ctx, append(bs[1:], bs[0])); err != nil {
 			return nil, fmt.Errorf("initialise the store: %w", err)
 		}
 	}
 	return r, nil
 }
 
-// isNew reports whether the store has never been initialised: no ref
-// schemas/meta (readable or not) and no meta-schema node. Every store
-// written by any build holds both, so a store missing one of them is
-// damaged, not new, and is left alone.
+// isNew reports whether the store has never been (completely) initialised:
+// no ref schemas/meta (readable or not) and no ref but those of built-ins.
+// Every store written by any build has schemas/meta, and any store in use
+// has refs of its own, so a store that lost schemas/meta is damaged, not
+// new, and is left alone.
 func (r *Repo) isNew(ctx context.Context) (bool, error) {
 	_, err := r.raw.Get(ctx, "schemas/meta")
 	if !errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	ok, err := r.st.Has(ctx, MetaSchema)
-	if err != nil {
-		return false, fmt.Errorf("open the store: %w", err)
+	for ref, err := range r.raw.List(ctx, "") {
+		if err != nil {
+			return false, nil // unreadable refs: damaged, not new
+		}
+		if b, ok := builtinByName(strings.TrimPrefix(ref.Name, "schemas/")); !ok || "schemas/"+b.Name != ref.Name {
+			return false, nil
+		}
 	}
-	return !ok, nil
+	return true, nil
 }
 
 // Store returns the backend's object store. Writing to it directly skips

@@ -331,6 +331,10 @@ func TestDamagedBuiltinsCLI(t *testing.T) {
 	}
 	e.ok("", "cas", "schema", "get", "step")
 	e.ok("", "thread", "list")
+	e.ok("", "cas", "gc", "--dry-run")
+	if r := e.run("", "cas", "export"); r.code != 0 || !strings.Contains(r.stdout, "objects/"+cas.StepSchema.String()) {
+		t.Errorf("cas export with a corrupt built-in: exit %d, stderr %q", r.code, r.stderr)
+	}
 
 	r := e.run("", "cas", "fsck")
 	if r.code != 1 {

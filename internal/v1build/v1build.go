@@ -50,16 +50,16 @@ func Binary(t testing.TB) string {
 		t.Fatal(err)
 	}
 	untar.Stdin = pipe
-	var errb bytes.Buffer
-	archive.Stderr, untar.Stderr = &errb, &errb
+	var archiveErr, untarErr bytes.Buffer
+	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
 	if err := untar.Start(); err != nil {
 		t.Fatal(err)
 	}
 	if err := archive.Run(); err != nil {
-		t.Fatalf("git archive %s: %v: %s", Commit, err, errb.String())
+		t.Fatalf("git archive %s: %v: %s", Commit, err, archiveErr.String())
 	}
 	if err := untar.Wait(); err != nil {
-		t.Fatalf("extract commit %s: %v: %s", Commit, err, errb.String())
+		t.Fatalf("extract commit %s: %v: %s", Commit, err, untarErr.String())
 	}
 	bin := filepath.Join(dir, "uwf-v1")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/uwf")

@@ -350,6 +350,7 @@ func TestDamagedBuiltinsCLI(t *testing.T) {
 	}
 
 	out = e.ok("", "cas", "fsck", "--repair")
+	golden(t, "fsck-repair.txt", "$ uwf cas fsck --repair\n"+out)
 	for _, want := range []string{
 		"repaired " + cas.StepSchema.String() + ": put back the built-in schema step\n",
 		"repaired ref schemas/mark -> " + cas.MarkSchema.String() + ": moved the ref of the built-in schema mark back from " + x.String() + "\n",

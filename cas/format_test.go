@@ -104,6 +104,13 @@ func TestRequireVersion(t *testing.T) {
 	if _, err := f.mem.Refs().Get(f.ctx, "schemas/test-kind"); !errors.Is(err, cas.ErrNotFound) {
 		t.Fatalf("schemas/test-kind exists before the bump: %v", err)
 	}
+	// Check writes nothing, so it does not move the store.
+	if _, err := f.repo.Check(f.ctx, cas.Node{Type: kind, Payload: map[string]any{"note": "hi"}}); err != nil {
+		t.Fatalf("Check of a version-2 node: %v", err)
+	}
+	if v := version(t, f.repo); v != cas.FormatV1 {
+		t.Fatalf("version = %d after Check, want 1", v)
+	}
 	// The first node of the kind moves the store to version 2.
 	h := f.put(kind, map[string]any{"note": "hi", "of": x.String()})
 	if v := version(t, f.repo); v != cas.FormatV2 {

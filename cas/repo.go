@@ -188,6 +188,16 @@ func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
 	return s, nil
 }
 
+// requireKind moves the store to the format version that added the kind
+// typ, if typ is a built-in newer than version 1: the first node of such a
+// kind is what moves a store forward ([Repo.RequireVersion]).
+func (r *Repo) requireKind(ctx context.Context, typ Hash) error {
+	if b, ok := builtinByHash(typ); ok && b.Version > FormatV1 && int(r.version.Load()) < b.Version {
+		return r.RequireVersion(ctx, b.Version)
+	}
+	return nil
+}
+
 // prepared is a node checked and encoded, ready to store.
 type prepared struct {
 	data  []byte
@@ -217,13 +227,6 @@ func (r *Repo) prepare(ctx context.Context, n Node) (prepared, error) {
 			return prepared{}, fmt.Errorf("%w: only the meta-schema node may have the zero type", ErrInvalid)
 		}
 		return p, nil
-	}
-	if b, ok := builtinByHash(n.Type); ok && b.Version > FormatV1 && int(r.version.Load()) < b.Version {
-		// The first node of a kind a newer format version added moves the
-		// store to that version.
-		if err := r.RequireVersion(ctx, b.Version); err != nil {
-			return prepared{}, err
-		}
 	}
 	s, err := r.Schema(ctx, n.Type)
 	if err != nil {
@@ -277,9 +280,15 @@ func (r *Repo) Put(ctx context.Context, typ Hash, payload any) (Hash, error) {
 // a *[ValidationError] for a payload its schema rejects; an *[EdgeError]
 // (wrapping [ErrNotFound]) for an absent edge; [ErrNotFound] for an absent
 // type; [ErrTooLarge] past [Repo.MaxNodeSize]; [ErrInvalid] for a type that
-// is not a schema or a payload that cannot be encoded. Nothing is stored
-// on error.
+// is not a schema or a payload that cannot be encoded; a
+// *[ReservedNameError] if n's type is a kind of a newer format version
+// that the store cannot move to. Nothing is stored on error, but for the
+// move itself: the first node of a kind that format version 2 added moves
+// the store to version 2 first ([Repo.RequireVersion]).
 func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
+	if err := r.requireKind(ctx, n.Type); err != nil {
+		return 0, err
+	}
 	p, err := r.prepare(ctx, n)
 	if err != nil {
 		return 0, err
@@ -331,7 +340,9 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 	errs = make([]error, len(nodes))
 	ps := make([]prepared, len(nodes))
 	for i, n := range nodes {
-		ps[i], errs[i] = r.prepare(ctx, n)
+		if errs[i] = r.requireKind(ctx, n.Type); errs[i] == nil {
+			ps[i], errs[i] = r.prepare(ctx, n)
+		}
 	}
 	unlock, err := r.st.Lock(ctx, false)
 	if err != nil {

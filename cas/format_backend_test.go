@@ -212,3 +212,42 @@ func TestBumpConflictOnDisk(t *testing.T) {
 		t.Errorf("a bump from a version the store is not at = %v, want ErrFormat", err)
 	}
 }
+
+// TestConcurrentBump: writers of a version-2 kind racing on one store (each
+// with a Repo of its own, as processes have) all succeed, and the store
+// moves once: one log entry for the new built-in's ref.
+func TestConcurrentBump(t *testing.T) {
+	kind := cas.AddTestKind(t, "test-kind", testKind)
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			b := be.make(t)
+			ctx := t.Context()
+			st, refs, closeStore := b.open(t)
+			defer closeStore()
+			if _, err := cas.Open(ctx, st, refs, nil); err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 8)
+			for i := range 8 {
+				go func() {
+					repo, err := cas.Open(ctx, st, refs, nil)
+					if err == nil {
+						_, err = repo.Put(ctx, kind, map[string]any{"note": fmt.Sprint(i)})
+					}
+					errs <- err
+				}()
+			}
+			for range 8 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			if v, err := refs.(cas.FormatVersioner).FormatVersion(ctx); err != nil || v != cas.FormatV2 {
+				t.Errorf("version = %d, %v; want 2", v, err)
+			}
+			if log, err := refs.Log(ctx, "schemas/test-kind"); err != nil || len(log) != 1 {
+				t.Errorf("log of schemas/test-kind = %v, %v; want one entry", log, err)
+			}
+		})
+	}
+}

@@ -350,7 +350,13 @@ func TestDamagedBuiltinsCLI(t *testing.T) {
 	}
 
 	out = e.ok("", "cas", "fsck", "--repair")
-	golden(t, "fsck-repair.txt", "$ uwf cas fsck --repair\n"+out)
+	var transcript strings.Builder
+	transcript.WriteString("$ uwf cas fsck --repair\nstdout:\n")
+	for line := range strings.Lines(out) {
+		transcript.WriteString("  | " + line)
+	}
+	transcript.WriteString("exit 0\n")
+	golden(t, "fsck-repair.txt", transcript.String())
 	for _, want := range []string{
 		"repaired " + cas.StepSchema.String() + ": put back the built-in schema step\n",
 		"repaired ref schemas/mark -> " + cas.MarkSchema.String() + ": moved the ref of the built-in schema mark back from " + x.String() + "\n",

@@ -36,17 +36,29 @@ const (
 var schemaFiles embed.FS
 
 // Builtin is a built-in schema: its reserved name, its schema node's hash
-// and its bytes.
+// and its bytes, and the format version that introduced it.
 type Builtin struct {
-	Name string
-	Hash Hash
-	Node []byte // the node's canonical bytes
+	Name    string
+	Hash    Hash
+	Node    []byte // the node's canonical bytes
+	Version int    // the format version whose stores hold it: 1 or 2
 }
 
 var (
-	builtins  []Builtin
+	builtins  []Builtin // every version's, version 1 first
 	metaBytes []byte
 )
+
+// versionTwo lists the built-in schemas that format version 2 adds, by name
+// (the payload is schemas/<name>.json) and pinned hash. An issue that adds a
+// kind appends its schema here and writes it with [Repo.RequireVersion](ctx,
+// 2) before its first node: a version-1 store gets it (stored and named
+// schemas/<name>) only by that bump. Never change or remove an entry once
+// released; see docs/FORMAT.md, "Format version 2".
+var versionTwo = []struct {
+	name string
+	h    Hash
+}{}
 
 func init() {
 	meta := mustBuiltinPayload("meta")
@@ -55,7 +67,7 @@ func init() {
 		panic(err)
 	}
 	mustPinned("meta", Sum(metaBytes), MetaSchema)
-	builtins = append(builtins, Builtin{Name: "meta", Hash: MetaSchema, Node: metaBytes})
+	builtins = append(builtins, Builtin{Name: "meta", Hash: MetaSchema, Node: metaBytes, Version: 1})
 	for _, b := range []struct {
 		name string
 		h    Hash
@@ -68,8 +80,43 @@ func init() {
 			panic(err)
 		}
 		mustPinned(b.name, Sum(data), b.h)
-		builtins = append(builtins, Builtin{Name: b.name, Hash: b.h, Node: data})
+		builtins = append(builtins, Builtin{Name: b.name, Hash: b.h, Node: data, Version: 1})
 	}
+	for _, b := range versionTwo {
+		data, err := (Node{Type: MetaSchema, Payload: mustBuiltinPayload(b.name)}).Encode()
+		if err != nil {
+			panic(err)
+		}
+		mustPinned(b.name, Sum(data), b.h)
+		builtins = append(builtins, Builtin{Name: b.name, Hash: b.h, Node: data, Version: 2})
+	}
+}
+
+// builtinByHash returns the built-in schema at h, if h is one.
+func builtinByHash(h Hash) (Builtin, bool) {
+	for _, b := range builtins {
+		if b.Hash == h {
+			return b, true
+		}
+	}
+	return Builtin{}, false
+}
+
+// builtinByName returns the built-in schema named name, if there is one.
+func builtinByName(name string) (Builtin, bool) {
+	for _, b := range builtins {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Builtin{}, false
+}
+
+// IsBuiltin reports whether h is the hash of the meta-schema or of a
+// built-in schema, of any format version.
+func IsBuiltin(h Hash) bool {
+	_, ok := builtinByHash(h)
+	return ok
 }
 
 // mustPinned stops the program if an embedded schema no longer hashes to
@@ -92,19 +139,30 @@ func mustBuiltinPayload(name string) any {
 	return v
 }
 
-// Builtins returns the meta-schema and the built-in schemas, meta-schema
-// first, in a fixed order. The caller may modify the returned slice but not
-// the Node bytes.
+// Builtins returns the meta-schema and the built-in schemas of every
+// format version, meta-schema first, then version 1's, then version 2's, in
+// a fixed order. The caller may modify the returned slice but not the Node
+// bytes.
 func Builtins() []Builtin { return append([]Builtin(nil), builtins...) }
 
-// IsBuiltinName reports whether name is reserved for a built-in schema.
-func IsBuiltinName(name string) bool {
+// BuiltinsAt returns the built-in schemas a store at format version v
+// holds: those of versions up to v, in the order of [Builtins].
+func BuiltinsAt(v int) []Builtin {
+	var out []Builtin
 	for _, b := range builtins {
-		if b.Name == name {
-			return true
+		if b.Version <= v {
+			out = append(out, b)
 		}
 	}
-	return false
+	return out
+}
+
+// IsBuiltinName reports whether name is reserved for a built-in schema of
+// any format version this build knows (so a version-1 store refuses a user
+// schema with a name that version 2 reserves).
+func IsBuiltinName(name string) bool {
+	_, ok := builtinByName(name)
+	return ok
 }
 
 // MetaSchemaNode returns the meta-schema node's canonical bytes.

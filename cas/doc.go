@@ -13,6 +13,11 @@
 //     whose schema says "format": "cas_ref".
 //   - A ref is a mutable name pointing at a hash, changed only by
 //     compare-and-swap; every change is logged.
+//   - The built-in schemas ([Builtins]) are constants of the format: code
+//     uses their pinned hashes and known bytes, never the store's copy.
+//   - A store's format version is 1 or 2 ([FormatV1], [FormatV2]); a store
+//     moves to 2 only by [Repo.RequireVersion], at the first node of a kind
+//     that version 2 added. [Open] writes nothing to an existing store.
 //
 // # Concurrency
 //

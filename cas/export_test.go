@@ -12,3 +12,28 @@ func DropMemRef(r *MemRefs, name string) {
 	defer r.mu.Unlock()
 	r.removeLocked(name)
 }
+
+// AddTestKind registers a built-in schema of format version 2 named name
+// with the given JSON Schema payload, as an issue adding a kind appends to
+// versionTwo, until the test ends. It returns the schema's hash. Tests
+// that call it must not run in parallel with others.
+func AddTestKind(t interface {
+	Helper()
+	Fatal(...any)
+	Cleanup(func())
+}, name, payload string) Hash {
+	t.Helper()
+	v, err := ParseJSON([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := (Node{Type: MetaSchema, Payload: v}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Builtin{Name: name, Hash: Sum(data), Node: data, Version: FormatV2}
+	n := len(builtins)
+	builtins = append(builtins[:n:n], b)
+	t.Cleanup(func() { builtins = builtins[:n:n] })
+	return b.Hash
+}

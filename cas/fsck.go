@@ -103,17 +103,29 @@ type FsckOptions struct {
 // ([ProblemBadRef]), pointing at a present node and equal to its log's
 // newest entry; every log whose newest entry says its ref exists matched
 // by a ref ([ProblemMissingRef], [ProblemMissingRefOrInterruptedCreate]);
-// plus the registered extra checks. One damaged object or ref is one
-// problem: the rest is checked all the same. Each problem names the refs
-// that reach it (a bad or missing ref reaches what its log's newest entry
-// names). It also counts the backend's temporary files, if it has
-// any ([TempCounter]). The error is for a failure to read the store at all (listing, a
-// cancelled context), not for problems found.
+// the built-in schemas of the store's format version stored and named
+// ([ProblemBuiltin]); plus the registered extra checks. One damaged object
+// or ref is one problem: the rest is checked all the same. Each problem
+// names the refs that reach it (a bad or missing ref reaches what its
+// log's newest entry names). It also counts the backend's temporary files,
+// if it has any ([TempCounter]). The error is for a failure to read the
+// store at all (listing, a cancelled context), not for problems found.
 func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
 	if opts == nil {
 		opts = &FsckOptions{}
 	}
 	rep := &FsckReport{}
+	// The built-ins are checked apart, each problem reported once.
+	builtinProblems, err := r.checkBuiltins(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fsck: %w", err)
+	}
+	builtin := map[Hash]bool{}
+	for _, p := range builtinProblems {
+		if p.Ref == "" {
+			builtin[p.Hash] = true
+		}
+	}
 	present := map[Hash]bool{}
 	for obj, err := range r.st.All(ctx) {
 		if err != nil {
@@ -144,8 +156,8 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		rep.Objects++
 		data, err := r.st.Get(ctx, h)
 		if err != nil {
-			if errors.Is(err, ErrNotFound) {
-				continue // deleted since the listing
+			if errors.Is(err, ErrNotFound) || builtin[h] {
+				continue // deleted since the listing, or a built-in's
 			}
 			kind := ProblemCorrupt
 			if !errors.Is(err, ErrCorrupt) {
@@ -197,7 +209,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		for _, e := range edges {
 			children[h] = append(children[h], e.Hash)
 			parents[e.Hash] = append(parents[e.Hash], h)
-			if !has(e.Hash) {
+			if !has(e.Hash) && !builtin[e.Hash] {
 				add(Problem{Hash: h, Kind: ProblemMissingEdge, Msg: fmt.Sprintf("edge %s -> %s is not in the store", e.Path, e.Hash)})
 			}
 		}
@@ -245,7 +257,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemLogMismatch,
 				Msg: fmt.Sprintf("its log's newest entry says %s", entries[len(entries)-1].New)})
 		}
-		if !has(ref.Hash) {
+		if !has(ref.Hash) && !builtin[ref.Hash] {
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemMissingTarget, Msg: "the ref's target is not in the store"})
 			continue
 		}
@@ -289,6 +301,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			return nil, fmt.Errorf("fsck: count temporary files: %w", err)
 		}
 	}
+	rep.Problems = append(rep.Problems, builtinProblems...)
 	for i := range rep.Problems {
 		p := &rep.Problems[i]
 		if !p.Hash.IsZero() {

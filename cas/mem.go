@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -276,6 +277,49 @@ type MemRefs struct {
 	// "a/b/c"). Together they find name clashes without a scan.
 	lower   map[string]string
 	folders map[string]int
+	version int // the format version; 0 means FormatV1
+}
+
+var _ FormatVersioner = (*MemRefs)(nil)
+
+// FormatVersion returns the store's format version: [FormatV1] for a new
+// store.
+func (r *MemRefs) FormatVersion(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.version, FormatV1), nil
+}
+
+// BumpFormat moves the format version from from to to, as
+// [FormatVersioner] specifies, under the lock every ref change takes.
+func (r *MemRefs) BumpFormat(ctx context.Context, from, to int, want map[string]Hash) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := max(r.version, FormatV1)
+	switch cur {
+	case to:
+		return nil
+	case from:
+	default:
+		return fmt.Errorf("%w: the store is at format version %d, not %d", ErrFormat, cur, from)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		var got Hash
+		if live, ok := r.lower[strings.ToLower(name)]; ok {
+			got = r.refs[live]
+		}
+		if got != want[name] {
+			return &ConflictError{Name: name, Expected: want[name], Current: got}
+		}
+	}
+	r.version = to
+	return nil
 }
 
 func newMemRefs(now func() time.Time) *MemRefs {

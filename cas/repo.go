@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Options configure a [Repo]. The zero value (or nil) means the defaults.
@@ -40,13 +42,22 @@ type Repo struct {
 
 	mu      sync.Mutex
 	schemas map[Hash]*Schema
+
+	// version is the format version RequireVersion last found or made
+	// (0 before its first call).
+	version atomic.Int32
 }
 
-// Open returns the typed layer over st and refs, first making sure the
-// meta-schema and the built-in schemas are stored and named by their
-// schemas/<name> refs (idempotently: nothing is written when they are). A
-// built-in whose stored bytes are corrupt is healed, and a built-in ref
-// moved elsewhere is moved back.
+// Open returns the typed layer over st and refs. It refuses, with an error
+// wrapping [ErrFormat], a store whose recorded format version this build
+// does not know (see [FormatVersioner]). Open of an existing store writes
+// nothing: the built-in schemas are constants of the format, so commands
+// use their known hashes and bytes whatever the store holds, and damage to
+// their objects or schemas/<name> refs is for [Repo.Fsck] to report and
+// [Repo.RepairBuiltins] to mend. Only a new store is initialised: one with
+// no ref schemas/meta and no ref but the built-ins' (so one whose creation
+// was cut short too). Its version-1 built-ins are stored and named
+// (create-only, so concurrent first Opens agree), schemas/meta last.
 func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error) {
 	r := &Repo{st: st, raw: refs, max: DefaultMaxNodeSize, schemas: map[Hash]*Schema{}}
 	if opts != nil && opts.MaxNodeSize > 0 {
@@ -58,56 +69,43 @@ func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.refs = &repoRefs{Refs: refs, r: r}
-	if err := r.ensureBuiltins(ctx); err != nil {
+	if err := r.checkOpenVersion(ctx); err != nil {
 		return nil, err
+	}
+	fresh, err := r.isNew(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		bs := BuiltinsAt(FormatV1)
+		// meta is first in bs: name it last, so that its ref marks a
+		// store whose creation is complete.
+		if err := r.nameBuiltins(ctx, append(bs[1:], bs[0])); err != nil {
+			return nil, fmt.Errorf("initialise the store: %w", err)
+		}
 	}
 	return r, nil
 }
 
-func (r *Repo) ensureBuiltins(ctx context.Context) error {
-	for _, b := range builtins {
-		data, err := r.st.Get(ctx, b.Hash)
-		switch {
-		case err == nil && bytes.Equal(data, b.Node):
-		case err == nil || errorsIsAny(err, ErrNotFound, ErrCorrupt):
-			h, err := r.st.Put(ctx, b.Node)
-			if err != nil {
-				return fmt.Errorf("store built-in schema %s: %w", b.Name, err)
-			}
-			if h != b.Hash {
-				return fmt.Errorf("store built-in schema %s: the store returned %s, want %s", b.Name, h, b.Hash)
-			}
-			r.log.Info("stored built-in schema", "name", b.Name, "hash", b.Hash)
-		default:
-			return fmt.Errorf("read built-in schema %s: %w", b.Name, err)
+// isNew reports whether the store has never been (completely) initialised:
+// no ref schemas/meta (readable or not) and no ref but those of built-ins.
+// Every store written by any build has schemas/meta, and any store in use
+// has refs of its own, so a store that lost schemas/meta is damaged, not
+// new, and is left alone.
+func (r *Repo) isNew(ctx context.Context) (bool, error) {
+	_, err := r.raw.Get(ctx, "schemas/meta")
+	if !errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	for ref, err := range r.raw.List(ctx, "") {
+		if err != nil {
+			return false, nil // unreadable refs: damaged, not new
 		}
-		if err := r.ensureRef(ctx, "schemas/"+b.Name, b.Hash, "built-in schema "+b.Name); err != nil {
-			return err
+		if b, ok := builtinByName(strings.TrimPrefix(ref.Name, "schemas/")); !ok || "schemas/"+b.Name != ref.Name {
+			return false, nil
 		}
 	}
-	return nil
-}
-
-// ensureRef makes ref name point at h, creating or moving it if needed.
-func (r *Repo) ensureRef(ctx context.Context, name string, h Hash, what string) error {
-	for range 5 {
-		cur, err := r.raw.Get(ctx, name)
-		switch {
-		case err == nil && cur == h:
-			return nil
-		case err == nil:
-			err = r.raw.CompareAndSwap(ctx, name, cur, h, "restore "+what)
-		case errors.Is(err, ErrNotFound):
-			err = r.raw.CompareAndSwap(ctx, name, 0, h, "create "+what)
-		default:
-			return fmt.Errorf("read ref %s: %w", name, err)
-		}
-		if err == nil || errors.Is(err, ErrConflict) {
-			continue // re-read: someone else may have set it
-		}
-		return fmt.Errorf("set ref %s: %w", name, err)
-	}
-	return fmt.Errorf("set ref %s: it keeps moving", name)
+	return true, nil
 }
 
 // Store returns the backend's object store. Writing to it directly skips
@@ -125,10 +123,19 @@ func (r *Repo) MaxNodeSize() int64 { return r.max }
 
 // Get reads and decodes the node at h. Errors wrap [ErrNotFound],
 // [ErrCorrupt] or, for bytes that are not a node, [ErrInvalid].
+//
+// The meta-schema and the built-in schemas are constants of the format: if
+// the store has lost or damaged one, Get returns its known node instead of
+// the error ([Repo.Fsck] reports the damage).
 func (r *Repo) Get(ctx context.Context, h Hash) (Node, error) {
 	data, err := r.st.Get(ctx, h)
 	if err != nil {
-		return Node{}, err
+		if b, ok := builtinByHash(h); ok && errorsIsAny(err, ErrNotFound, ErrCorrupt) {
+			r.log.Debug("built-in schema served from its known bytes", "name", b.Name, "hash", h, "err", err)
+			data = b.Node
+		} else {
+			return Node{}, err
+		}
 	}
 	n, err := DecodeNode(data)
 	if err != nil {
@@ -138,9 +145,10 @@ func (r *Repo) Get(ctx context.Context, h Hash) (Node, error) {
 }
 
 // Schema returns the compiled schema of the schema node at h, cached. For
-// [MetaSchema] it returns the meta-schema, whose payloads are schemas. The
-// error wraps [ErrNotFound] if h is absent and [ErrInvalid] if it is not a
-// schema node.
+// [MetaSchema] it returns the meta-schema, whose payloads are schemas. A
+// built-in schema is compiled from its known bytes, never read from the
+// store. The error wraps [ErrNotFound] if h is absent and [ErrInvalid] if
+// it is not a schema node.
 func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
 	if h == MetaSchema {
 		return metaSchema, nil
@@ -151,7 +159,13 @@ func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
 	if ok {
 		return s, nil
 	}
-	n, err := r.Get(ctx, h)
+	var n Node
+	var err error
+	if b, ok := builtinByHash(h); ok {
+		n, err = DecodeNode(b.Node)
+	} else {
+		n, err = r.Get(ctx, h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", h, err)
 	}
@@ -172,6 +186,16 @@ func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
 	r.schemas[h] = s
 	r.mu.Unlock()
 	return s, nil
+}
+
+// requireKind moves the store to the format version that added the kind
+// typ, if typ is a built-in newer than version 1: the first node of such a
+// kind is what moves a store forward ([Repo.RequireVersion]).
+func (r *Repo) requireKind(ctx context.Context, typ Hash) error {
+	if b, ok := builtinByHash(typ); ok && b.Version > FormatV1 && int(r.version.Load()) < b.Version {
+		return r.RequireVersion(ctx, b.Version)
+	}
+	return nil
 }
 
 // prepared is a node checked and encoded, ready to store.
@@ -237,7 +261,7 @@ func (r *Repo) Check(ctx context.Context, n Node) (Hash, error) {
 		if err != nil {
 			return 0, err
 		}
-		if !ok {
+		if !ok && !IsBuiltin(e.Hash) { // a lost built-in is put back by PutNode
 			return 0, &EdgeError{Edge: e.Hash, Path: e.Path}
 		}
 	}
@@ -256,9 +280,15 @@ func (r *Repo) Put(ctx context.Context, typ Hash, payload any) (Hash, error) {
 // a *[ValidationError] for a payload its schema rejects; an *[EdgeError]
 // (wrapping [ErrNotFound]) for an absent edge; [ErrNotFound] for an absent
 // type; [ErrTooLarge] past [Repo.MaxNodeSize]; [ErrInvalid] for a type that
-// is not a schema or a payload that cannot be encoded. Nothing is stored
-// on error.
+// is not a schema or a payload that cannot be encoded; a
+// *[ReservedNameError] if n's type is a kind of a newer format version
+// that the store cannot move to. Nothing is stored on error, but for the
+// move itself: the first node of a kind that format version 2 added moves
+// the store to version 2 first ([Repo.RequireVersion]).
 func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
+	if err := r.requireKind(ctx, n.Type); err != nil {
+		return 0, err
+	}
 	p, err := r.prepare(ctx, n)
 	if err != nil {
 		return 0, err
@@ -269,7 +299,7 @@ func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
 	}
 	defer unlock()
 	for _, e := range p.edges {
-		if err := r.st.Touch(ctx, e.Hash); err != nil {
+		if err := r.touch(ctx, e.Hash); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return 0, &EdgeError{Edge: e.Hash, Path: e.Path}
 			}
@@ -310,7 +340,9 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 	errs = make([]error, len(nodes))
 	ps := make([]prepared, len(nodes))
 	for i, n := range nodes {
-		ps[i], errs[i] = r.prepare(ctx, n)
+		if errs[i] = r.requireKind(ctx, n.Type); errs[i] == nil {
+			ps[i], errs[i] = r.prepare(ctx, n)
+		}
 	}
 	unlock, err := r.st.Lock(ctx, false)
 	if err != nil {
@@ -337,7 +369,7 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 			}
 			err, done := touched[e.Hash]
 			if !done {
-				err = r.st.Touch(ctx, e.Hash)
+				err = r.touch(ctx, e.Hash)
 				touched[e.Hash] = err
 			}
 			if err != nil {
@@ -377,6 +409,22 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 		}
 	}
 	return hs, errs
+}
+
+// touch refreshes the age of the node at h, the presence check of every
+// write. A built-in schema the store has lost is put back from its known
+// bytes (it is a constant of the format), so the write goes on. The caller
+// holds the store-wide lock shared.
+func (r *Repo) touch(ctx context.Context, h Hash) error {
+	err := r.st.Touch(ctx, h)
+	if b, ok := builtinByHash(h); ok && errors.Is(err, ErrNotFound) {
+		if err := r.putBuiltin(ctx, b); err != nil {
+			return err
+		}
+		r.log.Info("put back a lost built-in schema", "name", b.Name, "hash", h)
+		return nil
+	}
+	return err
 }
 
 // Edges returns a node's edges with where each stands: {n.Type, "type"}
@@ -420,13 +468,17 @@ func (r *Repo) edgeHashes(ctx context.Context, n Node) ([]Hash, error) {
 	return out, nil
 }
 
-// ResolveType turns a type as people give it into a schema hash: a schema
-// name (the ref schemas/<name>; "meta" is the meta-schema), tried first,
-// else a hash of a schema node (or the meta-schema's). The error wraps
+// ResolveType turns a type as people give it into a schema hash: a
+// built-in schema's name (its pinned hash, whatever its ref holds; "meta"
+// is the meta-schema) or a user schema's name (the ref schemas/<name>),
+// tried first, else a hash of a schema node (or the meta-schema's). The error wraps
 // [ErrNotFound] if there is no such schema, [ErrInvalid] if the hash is a
 // node that is not a schema, and [ErrInvalidHash] if s is neither a valid
 // schema name nor a hash.
 func (r *Repo) ResolveType(ctx context.Context, s string) (Hash, error) {
+	if b, ok := builtinByName(s); ok {
+		return b.Hash, nil // a constant: never looked up by its ref
+	}
 	nameOK := ValidateRefName("schemas/"+s) == nil
 	if nameOK {
 		h, err := r.raw.Get(ctx, "schemas/"+s)
@@ -514,7 +566,7 @@ func (rr *repoRefs) touched(ctx context.Context, name string, new Hash, move fun
 		return err
 	}
 	defer unlock()
-	if err := rr.r.st.Touch(ctx, new); err != nil {
+	if err := rr.r.touch(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
 	return move()

@@ -439,6 +439,10 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Err, set only by [Engine.List], says why the thread could not be
+	// read (a head of a kind this build does not know, a missing or
+	// corrupt node); the other fields but ID and Head are then zero.
+	Err error
 }
 
 // Show reads a thread's status, workflow, depth, head, provenance and last
@@ -506,9 +510,12 @@ type ListOptions struct {
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status filter only the threads on the
 // page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
-// or a thread whose head or start node cannot be read, is left out and the
-// listing goes on: List then returns the others together with an error
-// joining one error per thread left out.
+// or a thread whose head or start node is missing or corrupt, is damage: it
+// is left out and the listing goes on, and List then returns the others
+// together with an error joining one error per thread left out. A thread
+// whose nodes are of a kind this build does not know is not damage: it is
+// listed with only ID, Head and Err set, whatever the status filter, and
+// counts toward the limit and offset like the others.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var refs []cas.Ref
 	var left []error
@@ -537,12 +544,15 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		info, err := e.info(ctx, id, r.Hash)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return nil, ctx.Err()
 			}
-			left = append(left, err)
-			continue
+			if errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt) {
+				left = append(left, err)
+				continue
+			}
+			info = &Info{ID: id, Head: r.Hash, Err: err}
 		}
-		if opts.Status != "" {
+		if opts.Status != "" && info.Err == nil {
 			if info.Status != opts.Status {
 				continue
 			}

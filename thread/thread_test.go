@@ -484,6 +484,31 @@ func testList(t *testing.T, te *tenv) {
 	}
 }
 
+// TestListUnreadable: a thread whose head is of a kind the engine does not
+// read is listed with its error, in its place, and the others as usual.
+func TestListUnreadable(t *testing.T) {
+	te := newTEnv(t)
+	te.clock.Advance(time.Second)
+	good, _ := te.chain(1)
+	odd := te.put(cas.ContentSchema, "not a chain node")
+	const bad = "01JGJFGR4E00000000000000ZZ" // older than good
+	if err := te.repo.Refs().CompareAndSwap(te.ctx, thread.ThreadPrefix+bad, 0, odd, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []thread.ListOptions{{}, {Status: thread.StatusActive}, {Limit: 2}} {
+		list, err := te.e.List(te.ctx, opts)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("List(%+v) = %v, %v; want both threads", opts, list, err)
+		}
+		if list[0].ID != good || list[0].Err != nil || list[0].Status != thread.StatusActive {
+			t.Errorf("List(%+v)[0] = %+v, want %s, active", opts, list[0], good)
+		}
+		if list[1].ID != bad || list[1].Head != odd || !errors.Is(list[1].Err, cas.ErrInvalid) || list[1].Status != "" {
+			t.Errorf("List(%+v)[1] = %+v, want %s with an ErrInvalid error", opts, list[1], bad)
+		}
+	}
+}
+
 func TestReadQuotaAndPaging(t *testing.T) { testReadQuotaAndPaging(t, newTEnv(t)) }
 
 func testReadQuotaAndPaging(t *testing.T, te *tenv) {

@@ -8,9 +8,10 @@
 //
 // # Layout
 //
-// Format version 1 (docs/FORMAT.md has the full specification):
+// Format versions 1 and 2 (docs/FORMAT.md has the full specification) share
+// this layout:
 //
-//	FORMAT                    "uwf store 1\nbackend disk\nhash xxh64\n"
+//	FORMAT                    "uwf store 1\nbackend disk\nhash xxh64\n" (or 2)
 //	objects/YZ/<HASH>         an object's bytes; YZ = the last two characters
 //	                          of its 13-character canonical hash; the file's
 //	                          modification time is the object's age (read
@@ -28,7 +29,9 @@
 //
 // Shard folders and lock files are created when first needed. The FORMAT
 // file is written last, without overwriting, so concurrent creators agree;
-// Open refuses a version or setting it does not know ([cas.ErrFormat]).
+// Open refuses a version or setting it does not know ([cas.ErrFormat]). A
+// new store is at version 1; [Refs.BumpFormat] replaces FORMAT, under the
+// lock locks/refs, when the first node of a version-2 kind is written.
 //
 // A ref's path is its lower-cased name, so two names that differ only in
 // case are the same path, and a name that is a folder of another ("a/b" and

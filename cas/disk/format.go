@@ -3,24 +3,44 @@ package disk
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
-// FormatVersion is the version of the on-disk layout this package reads and
-// writes, recorded in the store's FORMAT file. Open refuses any other.
-const FormatVersion = 1
+// FormatVersion is the format version of a new store, recorded in its
+// FORMAT file. Open accepts every version from [cas.FormatV1] to
+// [cas.LatestFormat] and refuses any other; a store moves to a newer one
+// only through [Refs.BumpFormat].
+const FormatVersion = cas.FormatV1
 
-// formatText is the FORMAT file of a new store.
-var formatText = []byte("uwf store " + strconv.Itoa(FormatVersion) + "\nbackend disk\nhash xxh64\n")
+// formatText is the FORMAT file of a store at format version v.
+func formatText(v int) []byte {
+	return []byte("uwf store " + strconv.Itoa(v) + "\nbackend disk\nhash xxh64\n")
+}
 
-// parseFormat checks a FORMAT file; the error wraps [cas.ErrFormat].
-func parseFormat(b []byte) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: FORMAT: %s", cas.ErrFormat, fmt.Sprintf(format, args...))
+// parseFormat checks a FORMAT file and returns the store's format version;
+// the error wraps [cas.ErrFormat].
+func parseFormat(b []byte) (int, error) {
+	v, err := parseFormatText(b)
+	if err != nil {
+		return 0, fmt.Errorf("%w: FORMAT: %w", cas.ErrFormat, err)
+	}
+	return v, nil
+}
+
+func parseFormatText(b []byte) (int, error) {
+	bad := func(format string, args ...any) (int, error) {
+		return 0, fmt.Errorf(format, args...)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	if !sc.Scan() {
@@ -32,8 +52,8 @@ func parseFormat(b []byte) error {
 		return bad("first line %q is not \"uwf store <version>\"", first)
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n != FormatVersion {
-		return bad("version %q, this build knows version %d only", v, FormatVersion)
+	if err != nil || n < cas.FormatV1 || n > cas.LatestFormat || v != strconv.Itoa(n) {
+		return bad("version %q, this build knows versions %d to %d: upgrade uwf", v, cas.FormatV1, cas.LatestFormat)
 	}
 	seen := map[string]bool{}
 	for sc.Scan() {
@@ -56,5 +76,72 @@ func parseFormat(b []byte) error {
 			return bad("no %q line", key)
 		}
 	}
+	return n, nil
+}
+
+// readFormat reads the store's FORMAT file and returns its version.
+func (s *Store) readFormat() (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.dir, formatFile))
+	if err != nil {
+		return 0, fmt.Errorf("disk: read the format of %s: %w", s.dir, err)
+	}
+	v, err := parseFormat(b)
+	if err != nil {
+		return 0, fmt.Errorf("disk: store %s: %w", s.dir, err)
+	}
+	return v, nil
+}
+
+var _ cas.FormatVersioner = (*Refs)(nil)
+
+// FormatVersion returns the format version in the store's FORMAT file. The
+// error wraps [cas.ErrFormat] if the file names one this build does not
+// know.
+func (r *Refs) FormatVersion(ctx context.Context) (int, error) {
+	if err := r.s.ready(ctx); err != nil {
+		return 0, err
+	}
+	return r.s.readFormat()
+}
+
+// BumpFormat moves the store from format version from to version to, as
+// [cas.FormatVersioner] specifies: under the global refs lock (the one
+// that creating or deleting a ref takes), it checks each ref of want, then
+// replaces the FORMAT file atomically (temporary file, sync, rename,
+// folder sync).
+func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas.Hash) error {
+	if err := r.s.ready(ctx); err != nil {
+		return err
+	}
+	unlock, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+	if err != nil {
+		return fmt.Errorf("disk: lock refs: %w", err)
+	}
+	defer unlock()
+	cur, err := r.s.readFormat()
+	if err != nil {
+		return err
+	}
+	switch cur {
+	case to:
+		return nil
+	case from:
+	default:
+		return fmt.Errorf("disk: store %s: %w: it is at format version %d, not %d", r.s.dir, cas.ErrFormat, cur, from)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		st, err := r.read(strings.ToLower(name))
+		if err != nil {
+			return err
+		}
+		if got := st.value(name); got != want[name] {
+			return &cas.ConflictError{Name: name, Expected: want[name], Current: got}
+		}
+	}
+	path := filepath.Join(r.s.dir, formatFile)
+	if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, path, formatText(to), r.s.durable); err != nil {
+		return fmt.Errorf("disk: store %s: write the format: %w", r.s.dir, err)
+	}
+	r.s.log.Info("moved the store's format", "from", from, "to", to)
 	return nil
 }

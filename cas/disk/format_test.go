@@ -63,7 +63,9 @@ func TestOpenMissing(t *testing.T) {
 
 func TestOpenUnknownFormat(t *testing.T) {
 	tests := []struct{ name, format string }{
-		{"newer version", "uwf store 2\nbackend disk\nhash xxh64\n"},
+		{"newer version", "uwf store 3\nbackend disk\nhash xxh64\n"},
+		{"version 0", "uwf store 0\nbackend disk\nhash xxh64\n"},
+		{"padded version", "uwf store 02\nbackend disk\nhash xxh64\n"},
 		{"not a number", "uwf store one\nbackend disk\nhash xxh64\n"},
 		{"other hash", "uwf store 1\nbackend disk\nhash sha256\n"},
 		{"other backend", "uwf store 1\nbackend postgres\nhash xxh64\n"},

@@ -54,7 +54,8 @@ func FuzzParseRef(f *testing.F) {
 }
 
 func FuzzParseFormat(f *testing.F) {
-	f.Add(formatText)
+	f.Add(formatText(1))
+	f.Add(formatText(2))
 	f.Add([]byte("uwf store 2\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parseFormat(b) // must not panic

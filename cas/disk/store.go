@@ -110,7 +110,7 @@ func Create(dir string, opts *Options) (*Store, error) {
 	}
 	// FORMAT last, never overwriting: of several creators racing, one
 	// publishes it and the others fail with fs.ErrExist.
-	err = atomicfile.Publish(o.fs, filepath.Join(dir, tmpDirName), filepath.Join(dir, formatFile), formatText, time.Time{}, sync)
+	err = atomicfile.Publish(o.fs, filepath.Join(dir, tmpDirName), filepath.Join(dir, formatFile), formatText(FormatVersion), time.Time{}, sync)
 	if err != nil {
 		return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
 	}
@@ -119,7 +119,8 @@ func Create(dir string, opts *Options) (*Store, error) {
 
 // Open opens the store in dir. The error wraps [fs.ErrNotExist] if there is
 // no store there and [cas.ErrFormat] if its FORMAT file records a version
-// this package does not know. Open removes temporary files left by crashed
+// this package does not know (it knows [cas.FormatV1] to
+// [cas.LatestFormat]). Open changes no ref, object or log. Open removes temporary files left by crashed
 // writers more than an hour ago.
 func Open(dir string, opts *Options) (*Store, error) {
 	o := opts.withDefaults()
@@ -127,7 +128,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disk: open store %s: %w", dir, err)
 	}
-	if err := parseFormat(b); err != nil {
+	if _, err := parseFormat(b); err != nil {
 		return nil, fmt.Errorf("disk: open store %s: %w", dir, err)
 	}
 	sync := o.Durability == DurabilityStrict

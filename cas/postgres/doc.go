@@ -13,9 +13,12 @@
 // several stores can share a database. docs/FORMAT.md specifies it; in
 // short:
 //
-//   - schema_version(version): one row, the [SchemaVersion] the tables
-//     follow. [Open] creates or migrates the tables under an advisory lock
-//     and refuses a newer version ([cas.ErrFormat]).
+//   - schema_version(version): one row, the store's format version (1 or
+//     2; a new store is [SchemaVersion]). [Open] creates the tables of a
+//     new store under an advisory lock, writes nothing to a store at a
+//     known version, and refuses a newer one ([cas.ErrFormat]); the
+//     version moves only by [Refs.BumpFormat]. Additive SQL objects are
+//     recorded apart, in the table additions.
 //   - objects(hash bigint primary key, data bytea, size bigint, time
 //     timestamptz): one row per object. The hash is the XXH64 read as a
 //     signed 64-bit integer; time is when the object was last put, touched

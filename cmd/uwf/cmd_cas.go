@@ -59,10 +59,14 @@ func checkTypeArg(cmd, s string) error {
 	return usageErrorf(cmd, "invalid type %q: neither a schema name nor a hash", s)
 }
 
-// schemaNames maps schema hashes to their names, from the schemas/ refs
-// (the first name in order when a schema has several).
+// schemaNames maps schema hashes to their names: the built-ins' reserved
+// names (constants, whatever their refs hold), then the schemas/ refs (the
+// first name in order when a schema has several).
 func schemaNames(ctx context.Context, repo *cas.Repo) (map[cas.Hash]string, error) {
 	names := map[cas.Hash]string{}
+	for _, b := range cas.Builtins() {
+		names[b.Hash] = b.Name
+	}
 	for ref, err := range repo.Refs().List(ctx, "schemas/") {
 		if errors.Is(err, cas.ErrBadRef) {
 			continue // names are for display: fsck reports the bad ref

@@ -152,29 +152,45 @@ Prints each problem on a line, with the refs that reach it, then a summary;
 with --json, one object. Exits 1 if anything is wrong. With --dangling, also
 lists, as "dangling <hash> <type>", every thread head (start, step or mark
 node) that no ref reaches and no node refers to: a thread whose ref was
-lost, until GC collects it.`,
+lost, until GC collects it. --repair first puts back the known values of
+damaged built-in schemas (their objects and schemas/<name> refs, with a log
+entry) and prints a "repaired" line for each.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dangling", Usage: "list the thread heads no ref reaches"},
+			&cli.BoolFlag{Name: "repair", Usage: "put back damaged built-in schemas and their refs first"},
 		},
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
 			}
-			return runFsckDangling(c.Context, c.App.Writer, s, c.Bool("dangling"))
+			return runFsckWith(c.Context, c.App.Writer, s, c.Bool("dangling"), c.Bool("repair"))
 		}),
 	}
 }
 
 func runFsck(ctx context.Context, w io.Writer, s *session) error {
-	return runFsckDangling(ctx, w, s, false)
+	return runFsckWith(ctx, w, s, false, false)
 }
 
-func runFsckDangling(ctx context.Context, w io.Writer, s *session, dangling bool) error {
+func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair bool) error {
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	repaired := []string{}
+	if repair {
+		done, err := repo.RepairBuiltins(ctx)
+		for _, r := range done {
+			repaired = append(repaired, r.String())
+			if !s.json {
+				fmt.Fprintf(w, "repaired %s\n", r)
+			}
+		}
+		if err != nil {
+			s.warnf("fsck --repair: %v", err)
+		}
+	}
 	opts := thread.FsckOptions()
 	if dangling {
 		opts.Dangling = thread.IsHead
@@ -182,6 +198,10 @@ func runFsckDangling(ctx context.Context, w io.Writer, s *session, dangling bool
 	rep, err := repo.Fsck(ctx, opts)
 	if err != nil {
 		return err
+	}
+	var repairedJSON *[]string
+	if repair {
+		repairedJSON = &repaired
 	}
 	var names map[cas.Hash]string
 	if dangling {
@@ -233,7 +253,8 @@ func runFsckDangling(ctx context.Context, w io.Writer, s *session, dangling bool
 			StaleTempFiles int       `json:"staleTempFiles"`
 			Problems       []problem `json:"problems"`
 			Dangling       *[]dangle `json:"dangling,omitempty"`
-		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps, ds})
+			Repaired       *[]string `json:"repaired,omitempty"` // with --repair only
+		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps, ds, repairedJSON})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())

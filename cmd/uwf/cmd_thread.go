@@ -667,11 +667,21 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		return err
 	}
 	defer closeStore()
-	// Threads that cannot be read are left out and reported (exit 1)
-	// after the others are printed.
-	infos, listErr := s.engine(repo).List(ctx, opts)
-	if listErr != nil && infos == nil {
+	// Damaged threads are left out and reported (exit 1) after the others
+	// are printed; threads of a kind this build does not know are named on
+	// stderr.
+	all, listErr := s.engine(repo).List(ctx, opts)
+	if listErr != nil && all == nil {
 		return listErr
+	}
+	// Threads that cannot be read are named on stderr; the others listed.
+	var infos []*thread.Info
+	for _, info := range all {
+		if info.Err != nil {
+			s.warnf("thread %s skipped: %v", info.ID, info.Err)
+			continue
+		}
+		infos = append(infos, info)
 	}
 	if s.json {
 		out := []threadJSON{}

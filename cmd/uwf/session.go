@@ -35,6 +35,7 @@ type session struct {
 	log        *slog.Logger   // masked by mask
 	mask       *secret.Masker // the known secrets: the store's password, then config's (nil: none)
 	stdin      io.Reader
+	stderr     io.Writer        // for warnings; errors are returned
 	now        func() time.Time // nil: the real clock
 	newID      func() ulid.ULID // nil: ulid.Make
 }
@@ -48,6 +49,7 @@ func newSession(c *cli.Context) (*session, error) {
 		durability: c.String("durability"),
 		json:       c.Bool("json"),
 		stdin:      c.App.Reader,
+		stderr:     c.App.ErrWriter,
 	}
 	if now, ok := c.App.Metadata[metaNow].(func() time.Time); ok {
 		s.now = now
@@ -64,6 +66,14 @@ func newSession(c *cli.Context) (*session, error) {
 	s.mask = secret.New(secret.URLPasswords(s.store)...)
 	s.log = slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: level}))
 	return s, nil
+}
+
+// warnf prints a warning line to stderr, "uwf: <message>", for things a
+// command skipped while it went on with the rest.
+func (s *session) warnf(format string, args ...any) {
+	if s.stderr != nil {
+		fmt.Fprintf(s.stderr, "uwf: "+format+"\n", args...)
+	}
 }
 
 // withSession adapts a command body to a cli.ActionFunc. The error it

@@ -17,6 +17,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/pgtest"
 	"github.com/uncaged/uwf/internal/v1build"
 )
 
@@ -43,13 +44,7 @@ func diskBackend(t *testing.T) backend {
 // postgresBackend returns a backend in a fresh SQL schema, dropped when the
 // test ends, or skips without UWF_TEST_POSTGRES (fails under CI=true).
 func postgresBackend(t *testing.T) backend {
-	url := os.Getenv("UWF_TEST_POSTGRES")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("UWF_TEST_POSTGRES is unset under CI=true: the PostgreSQL tests must run")
-		}
-		t.Skip("UWF_TEST_POSTGRES is unset: set it to a PostgreSQL URL to run the PostgreSQL tests")
-	}
+	url := pgtest.URL(t)
 	schema := fmt.Sprintf("uwf_fmt_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -2,7 +2,6 @@ package thread_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // TestBackends runs the thread tests that take a store against the disk
@@ -49,10 +49,7 @@ func TestBackends(t *testing.T) {
 			return st, st.Refs()
 		},
 		"postgres": func(t *testing.T) (cas.Store, cas.Refs) {
-			url := os.Getenv("UWF_TEST_POSTGRES")
-			if url == "" {
-				t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
-			}
+			url := pgtest.URL(t)
 			sep := "?"
 			if strings.Contains(url, "?") {
 				sep = "&"

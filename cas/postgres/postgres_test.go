@@ -18,16 +18,16 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/castest"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // testURL is the database the tests use, each test in schemas of its own.
-var testURL = os.Getenv("UWF_TEST_POSTGRES")
+var testURL = os.Getenv(pgtest.EnvVar)
 
+// needPostgres skips t without a test server (fails it under CI=true).
 func needPostgres(t testing.TB) {
 	t.Helper()
-	if testURL == "" {
-		t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
-	}
+	pgtest.URL(t)
 }
 
 var (

@@ -19,6 +19,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // The version-1 fixtures (testdata/format-v1, written by commit fe9658e):
@@ -189,13 +190,7 @@ func TestFixtureV1Export(t *testing.T) {
 }
 
 func TestFixtureV1Postgres(t *testing.T) {
-	url := os.Getenv("UWF_TEST_POSTGRES")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("UWF_TEST_POSTGRES is unset under CI=true: the PostgreSQL fixture must be checked")
-		}
-		t.Skip("UWF_TEST_POSTGRES is unset: set it to a PostgreSQL URL to check the version-1 PostgreSQL fixture")
-	}
+	url := pgtest.URL(t)
 	psql, err := exec.LookPath("psql")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

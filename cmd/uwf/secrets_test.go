@@ -10,6 +10,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // Secrets of TestSecretsNeverLand: each comes from another source.
@@ -34,13 +35,7 @@ func TestSecretsNeverLand(t *testing.T) {
 		testSecretsNeverLand(t, e, "", nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		base := os.Getenv("UWF_TEST_POSTGRES")
-		if base == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("UWF_TEST_POSTGRES is not set, and CI=true: the PostgreSQL tests must run")
-			}
-			t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
-		}
+		base := pgtest.URL(t)
 		e := newEnv(t)
 		store, pass := storeWithPassword(t, freshSchema(base))
 		t.Setenv("UWF_STORE", store)

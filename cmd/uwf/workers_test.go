@@ -16,6 +16,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/internal/pgtest"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -23,11 +24,7 @@ import (
 // postgresURL returns the test database, or skips the test.
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("UWF_TEST_POSTGRES")
-	if url == "" {
-		t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
-	}
-	return url
+	return pgtest.URL(t)
 }
 
 // freshSchema returns url with a new SQL schema of its own.

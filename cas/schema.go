@@ -34,6 +34,9 @@ type Schema struct {
 	s       *jsonschema.Schema
 	meta    bool // the meta-schema: payloads are schemas
 	hasRefs bool // some cas_ref is reachable where edges are followed
+	// emptyEnums are the locations of schemas with "enum": [], which
+	// reject every value (see fixDraft).
+	emptyEnums map[string]bool
 }
 
 // CompileSchema compiles a schema node's payload: a JSON Schema, draft
@@ -78,7 +81,7 @@ func CompileSchema(payload any) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
 	}
-	sc := &Schema{doc: doc, s: s}
+	sc := &Schema{doc: doc, s: s, emptyEnums: fixDraft(s, doc)}
 	w := refWalker{seen: map[refVisit]bool{}}
 	if err := w.walk(s, true); err != nil {
 		return nil, err
@@ -330,7 +333,7 @@ func (s *Schema) Validate(payload any) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	out := &ValidationError{}
-	collectViolations(ve, payload, &out.Violations)
+	collectViolations(ve, payload, s.emptyEnums, &out.Violations)
 	return out
 }
 
@@ -380,9 +383,13 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // collectViolations flattens the validator's tree into its leaves, the
 // most specific reasons, without repeating one.
-func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Violation) {
+func collectViolations(ve *jsonschema.ValidationError, payload any, emptyEnums map[string]bool, out *[]Violation) {
 	if len(ve.Causes) == 0 {
 		v := Violation{Path: ve.InstanceLocation, SchemaPath: ve.KeywordLocation, Message: ve.Message}
+		if _, abs, _ := strings.Cut(ve.AbsoluteKeywordLocation, "#"); emptyEnums[abs] || abs == "" && emptyEnums["/"] {
+			v.Message = "the enum is empty: no value is allowed"
+			v.SchemaPath += "/enum"
+		}
 		if v.SchemaPath == "" {
 			v.SchemaPath = "/"
 		}
@@ -396,7 +403,7 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Viola
 		return
 	}
 	for _, c := range ve.Causes {
-		collectViolations(c, payload, out)
+		collectViolations(c, payload, emptyEnums, out)
 	}
 }
 

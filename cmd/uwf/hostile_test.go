@@ -290,3 +290,114 @@ func tarChecksumOK(block string) bool {
 	}
 	return n == sum && field != ""
 }
+
+// TestDeepestPayloadThroughCLI: a payload as deep as put accepts (JSON and
+// YAML) is read back by every command: get, refs, walk, fsck, export,
+// import into another store, and gc.
+func TestDeepestPayloadThroughCLI(t *testing.T) {
+	e := newEnv(t)
+	e.write("any.json", `{}`)
+	e.ok("", "cas", "schema", "put", "any.json", "--name", "any")
+	e.write("deep.json", nested(1000))
+	e.write("deep.yaml", "["+nested(999)+", -0, 1e21, 5e-324]\n")
+	for _, file := range []string{"deep.json", "deep.yaml"} {
+		h := e.okHash("", "cas", "put", "any", file).String()
+		if got := e.ok("", "cas", "get", h); !strings.Contains(got, nested(999)) {
+			t.Errorf("cas get %s: %.80q..., want the payload", h, got)
+		}
+		e.ok("", "cas", "refs", h)
+		if walk := e.ok("", "cas", "walk", h); !strings.HasPrefix(walk, h+" ") {
+			t.Errorf("cas walk %s = %q", h, walk)
+		}
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck: %q", out)
+	}
+	tarData := e.run("", "cas", "export")
+	if tarData.code != 0 {
+		t.Fatalf("export: %v", tarData)
+	}
+	if r := e.run(tarData.stdout, "--store", "other", "cas", "import"); r.code != 0 {
+		t.Fatalf("import: %v", r)
+	}
+	if out := e.ok("", "--store", "other", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck of the imported store: %q", out)
+	}
+	e.ok("", "cas", "gc", "--grace", "0")
+	e.ok("", "--store", "other", "cas", "gc", "--dry-run")
+}
+
+// TestHostileAgentOutput runs agents whose output is nested too deep, or
+// as deep as allowed, or full of control characters: the first fails the
+// step with a clear error and moves nothing; the others are stored and
+// read back (thread read, step show, fsck, export, gc).
+func TestHostileAgentOutput(t *testing.T) {
+	e := newEnv(t)
+	e.write("deep.yaml", `name: deep
+roles:
+  worker:
+    goal: Work.
+    frontmatter:
+      type: object
+      properties:
+        status: { const: done }
+        data: {}
+        note: { type: string }
+      required: [status]
+graph:
+  $START: { new: { role: worker, prompt: "Work." } }
+  worker:
+    done: { role: $END, prompt: "" }
+`)
+	e.ok("", "workflow", "put", "deep.yaml")
+	// The frontmatter's data is nested 999 levels (the payload 1000) or
+	// 1000 (the payload 1001: too deep).
+	e.write("ok.out", "---\nstatus: done\ndata: "+nested(999)+"\n---\nbody\n")
+	e.write("deep.out", "---\nstatus: done\ndata: "+nested(1000)+"\n---\nbody\n")
+	e.write("ctrl.out", "---\nstatus: done\nnote: \"bell \\a esc \\e[31m nul \\0 del \\x7f\"\n---\nbody \x1b[31mred\x1b[0m \x07 \x7f\n")
+	var cfg strings.Builder
+	cfg.WriteString("agents:\n")
+	for _, name := range []string{"ok", "deep", "ctrl"} {
+		path := e.script(name+".sh", "cat >/dev/null\ncat "+filepath.Join(e.dir, name+".out")+"\n")
+		cfg.WriteString("  " + name + ": {command: " + path + "}\n")
+	}
+	e.writeConfig(cfg.String())
+
+	// Too deep: the step fails, naming the problem; the thread stays.
+	id := strings.TrimSpace(e.ok("", "thread", "start", "deep", "-p", "go", "--cwd", "/"))
+	before := e.ok("", "thread", "show", id)
+	r := e.run("", "thread", "step", id, "--agent", "deep")
+	if r.code != 1 || !strings.Contains(r.stderr, "nesting deeper than 1000 levels") {
+		t.Errorf("thread step with too deep output: %v", r)
+	}
+	if after := e.ok("", "thread", "show", id); !strings.HasPrefix(after, before) {
+		t.Errorf("the thread moved:\n%s\nwant it at\n%s", after, before)
+	}
+
+	for _, agent := range []string{"ok", "ctrl"} {
+		id := strings.TrimSpace(e.ok("", "thread", "start", "deep", "-p", "go "+agent, "--cwd", "/"))
+		if r := e.run("", "thread", "step", id, "--agent", agent); r.code != 0 {
+			t.Fatalf("thread step --agent %s: %v", agent, r)
+		}
+		read := e.ok("", "thread", "read", id)
+		if !strings.Contains(read, "body") {
+			t.Errorf("thread read %s lacks the body:\n%s", id, read)
+		}
+		steps := e.stepsOf(id)
+		var st stepJSON
+		e.okJSON(&st, "step", "show", steps[1][1])
+		if agent == "ctrl" && !strings.Contains(st.Value["note"].(string), "\x1b[31m") {
+			t.Errorf("the note lost its control characters: %q", st.Value["note"])
+		}
+		if agent == "ok" && st.Value["data"] == nil {
+			t.Errorf("step show: no data in %+v", st.Value)
+		}
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck: %q", out)
+	}
+	if r := e.run("", "cas", "export"); r.code != 0 {
+		t.Errorf("export: %v", r)
+	}
+	e.ok("", "cas", "gc", "--grace", "0")
+}

@@ -269,3 +269,55 @@ func FuzzPutReadBack(f *testing.F) {
 		readBack(t, x, tree, h, v)
 	})
 }
+
+// TestEdgesSkipBranchesWithoutRefs: a payload nested as deep as allowed
+// under a recursive branch that cannot hold edges still has its edges
+// found beside it (the walker does not validate that branch).
+func TestEdgesSkipBranchesWithoutRefs(t *testing.T) {
+	f := newFixture(t)
+	s, err := cas.CompileSchema(mustJSON(t, `{"type":"object","properties":{
+	 "r":{"type":"string","format":"cas_ref"},
+	 "v":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/list"},{"type":"string","format":"cas_ref"}]}},
+	 "$defs":{"list":{"type":"array","items":{"$ref":"#/$defs/list"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, other := f.text("leaf"), f.text("other")
+	for _, tc := range []struct {
+		name    string
+		payload any
+		want    []string
+	}{
+		{"deep branch without refs", map[string]any{"r": leaf.String(), "v": nest([]any{}, cas.MaxDepth-2)}, []string{"/r"}},
+		{"the branch with a ref", map[string]any{"r": leaf.String(), "v": other.String()}, []string{"/r", "/v"}},
+	} {
+		var got []string
+		for _, e := range s.Edges(tc.payload) {
+			got = append(got, e.Path)
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: edges at %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkEdgesDeep measures finding the edges of a payload nested as
+// deep as allowed beside a recursive branch that cannot hold edges.
+func BenchmarkEdgesDeep(b *testing.B) {
+	doc, err := cas.ParseJSON([]byte(`{"type":"object","properties":{"r":{"type":"string","format":"cas_ref"},
+	 "v":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/list"}]}},"$defs":{"list":{"type":"array","items":{"$ref":"#/$defs/list"}}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := cas.CompileSchema(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := map[string]any{"r": cas.ContentSchema.String(), "v": nest([]any{}, cas.MaxDepth-2)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(s.Edges(payload)) != 1 {
+			b.Fatal("edges lost")
+		}
+	}
+}

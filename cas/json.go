@@ -12,7 +12,10 @@ import (
 // and mappings (YAML, aliases expanded) that [ParseJSON], [ParseYAML],
 // [YAMLValue], [Canonical] and [ToValue] accept. A scalar has depth 0 and
 // `[[1]]` has depth 2, so MaxDepth levels are accepted and MaxDepth+1 are
-// rejected. It bounds the stack those functions use on hostile input.
+// rejected. It bounds the stack those functions use on hostile input. It
+// is the limit on a node's payload: [DecodeNode] reads a stored node, whose
+// envelope {"payload":...,"type":...} adds one level, up to MaxDepth+1, so
+// whatever [Repo.Put] accepts every reader of the store reads back.
 const MaxDepth = 1000
 
 // SyntaxError reports malformed or rejected user input (JSON or YAML) and
@@ -63,7 +66,14 @@ func (e *SyntaxError) Unwrap() error { return ErrInvalid }
 // The strings of a small input (up to 16 KiB) share one copy of it, so a
 // string kept from the result keeps that copy alive.
 func ParseJSON(data []byte) (any, error) {
+	return parseJSON(data, MaxDepth)
+}
+
+// parseJSON is [ParseJSON] with a limit on nesting: [DecodeNode] allows one
+// level more than a payload may have, for the node's envelope.
+func parseJSON(data []byte, maxDepth int) (any, error) {
 	p := parserPool.Get().(*parser)
+	p.maxDepth = maxDepth
 	v, err := p.parse(data)
 	p.release()
 	return v, err
@@ -73,13 +83,14 @@ func ParseJSON(data []byte) (any, error) {
 // members, buf) are reused across calls through parserPool, so parsing
 // allocates only the values it returns.
 type parser struct {
-	data    []byte
-	pos     int
-	depth   int
-	vals    []any    // array elements being collected, innermost last
-	members []member // object members being collected, innermost last
-	buf     []byte   // unescaped string being built
-	text    string   // a copy of data that strings without escapes slice, if small
+	data     []byte
+	pos      int
+	depth    int
+	maxDepth int      // the deepest nesting accepted
+	vals     []any    // array elements being collected, innermost last
+	members  []member // object members being collected, innermost last
+	buf      []byte   // unescaped string being built
+	text     string   // a copy of data that strings without escapes slice, if small
 }
 
 type member struct {
@@ -477,8 +488,8 @@ func (p *parser) checkUTF8(start, end int) error {
 
 func (p *parser) object() (any, error) {
 	open := p.pos
-	if p.depth++; p.depth > MaxDepth {
-		return nil, p.errAt(open, "nesting deeper than "+strconv.Itoa(MaxDepth)+" levels")
+	if p.depth++; p.depth > p.maxDepth {
+		return nil, p.errAt(open, "nesting deeper than "+strconv.Itoa(p.maxDepth)+" levels")
 	}
 	p.pos++
 	p.skipSpace()
@@ -551,8 +562,8 @@ func (p *parser) separator(closing byte, after string) (done bool, err error) {
 
 func (p *parser) array() (any, error) {
 	open := p.pos
-	if p.depth++; p.depth > MaxDepth {
-		return nil, p.errAt(open, "nesting deeper than "+strconv.Itoa(MaxDepth)+" levels")
+	if p.depth++; p.depth > p.maxDepth {
+		return nil, p.errAt(open, "nesting deeper than "+strconv.Itoa(p.maxDepth)+" levels")
 	}
 	p.pos++
 	p.skipSpace()

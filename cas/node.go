@@ -59,9 +59,11 @@ func (h Hash) AppendText(b []byte) []byte {
 // DecodeNode parses a node's stored bytes. It checks the envelope (an object
 // with exactly "payload" and "type", the type a canonical hash) but not that
 // the bytes are canonical ([IsCanonicalNode]) or the payload valid. The
-// error wraps [ErrInvalid].
+// payload may be nested [MaxDepth] levels deep, as [Repo.Put] accepts: the
+// envelope is one level more, so the node may be MaxDepth+1. The error
+// wraps [ErrInvalid].
 func DecodeNode(data []byte) (Node, error) {
-	v, err := ParseJSON(data)
+	v, err := parseJSON(data, MaxDepth+1)
 	if err != nil {
 		return Node{}, fmt.Errorf("decode node: %w", err)
 	}

@@ -34,6 +34,12 @@ type Schema struct {
 	s       *jsonschema.Schema
 	meta    bool // the meta-schema: payloads are schemas
 	hasRefs bool // some cas_ref is reachable where edges are followed
+	// holds are the subschemas through which an edge can be reached;
+	// the edge walker validates a branch only if it is one.
+	holds map[*jsonschema.Schema]bool
+	// emptyEnums are the locations of schemas with "enum": [], which
+	// reject every value (see fixDraft).
+	emptyEnums map[string]bool
 }
 
 // CompileSchema compiles a schema node's payload: a JSON Schema, draft
@@ -78,12 +84,15 @@ func CompileSchema(payload any) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
 	}
-	sc := &Schema{doc: doc, s: s}
+	sc := &Schema{doc: doc, s: s, emptyEnums: fixDraft(s, doc)}
 	w := refWalker{seen: map[refVisit]bool{}}
 	if err := w.walk(s, true); err != nil {
 		return nil, err
 	}
 	sc.hasRefs = w.found
+	if sc.hasRefs {
+		sc.holds = edgeHolders(s)
+	}
 	return sc, nil
 }
 
@@ -330,7 +339,7 @@ func (s *Schema) Validate(payload any) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	out := &ValidationError{}
-	collectViolations(ve, payload, &out.Violations)
+	collectViolations(ve, payload, s.emptyEnums, &out.Violations)
 	return out
 }
 
@@ -380,9 +389,13 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // collectViolations flattens the validator's tree into its leaves, the
 // most specific reasons, without repeating one.
-func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Violation) {
+func collectViolations(ve *jsonschema.ValidationError, payload any, emptyEnums map[string]bool, out *[]Violation) {
 	if len(ve.Causes) == 0 {
 		v := Violation{Path: ve.InstanceLocation, SchemaPath: ve.KeywordLocation, Message: ve.Message}
+		if _, abs, _ := strings.Cut(ve.AbsoluteKeywordLocation, "#"); emptyEnums[abs] || abs == "" && emptyEnums["/"] {
+			v.Message = "the enum is empty: no value is allowed"
+			v.SchemaPath += "/enum"
+		}
 		if v.SchemaPath == "" {
 			v.SchemaPath = "/"
 		}
@@ -396,7 +409,7 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, out *[]Viola
 		return
 	}
 	for _, c := range ve.Causes {
-		collectViolations(c, payload, out)
+		collectViolations(c, payload, emptyEnums, out)
 	}
 }
 
@@ -451,7 +464,7 @@ func (s *Schema) Edges(payload any) []Edge {
 		return nil
 	}
 	var out []Edge
-	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}}
+	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}, holds: s.holds}
 	w.collect(s.s, payload, "")
 	if len(out) == 0 {
 		return nil
@@ -481,8 +494,9 @@ type edgeVisit struct {
 // an edge it missed would be an edge Put does not check and GC does not
 // keep.
 type edgeWalker struct {
-	out  *[]Edge
-	seen map[edgeVisit]bool
+	out   *[]Edge
+	seen  map[edgeVisit]bool
+	holds map[*jsonschema.Schema]bool
 }
 
 func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
@@ -534,17 +548,19 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 	for _, b := range s.AllOf {
 		w.collect(b, v, path)
 	}
+	// A branch that cannot hold an edge is not validated: collecting
+	// it would find nothing, and validation is the walker's cost.
 	for _, b := range s.AnyOf {
-		if b.Validate(v) == nil {
+		if w.holds[b] && b.Validate(v) == nil {
 			w.collect(b, v, path)
 		}
 	}
 	for _, b := range s.OneOf {
-		if b.Validate(v) == nil {
+		if w.holds[b] && b.Validate(v) == nil {
 			w.collect(b, v, path)
 		}
 	}
-	if s.If != nil {
+	if s.If != nil && (w.holds[s.If] || w.holds[s.Then] || w.holds[s.Else]) {
 		if s.If.Validate(v) == nil {
 			w.collect(s.If, v, path)
 			w.collect(s.Then, v, path)
@@ -555,6 +571,79 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 }
 
 func matchPattern(re *regexp.Regexp, s string) bool { return re.MatchString(s) }
+
+// edgeHolders returns the schemas reachable from root through which the
+// edge walker can reach a "format": "cas_ref": those with the format, and
+// those with a child (as the walker follows them) that is one.
+func edgeHolders(root *jsonschema.Schema) map[*jsonschema.Schema]bool {
+	parents := map[*jsonschema.Schema][]*jsonschema.Schema{}
+	seen := map[*jsonschema.Schema]bool{}
+	var queue []*jsonschema.Schema
+	stack := []*jsonschema.Schema{root}
+	seen[root] = true
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if s.Format == FormatRef {
+			queue = append(queue, s)
+		}
+		for _, c := range edgeChildren(s) {
+			parents[c] = append(parents[c], s)
+			if !seen[c] {
+				seen[c] = true
+				stack = append(stack, c)
+			}
+		}
+	}
+	holds := map[*jsonschema.Schema]bool{}
+	for _, s := range queue {
+		holds[s] = true
+	}
+	for len(queue) > 0 {
+		s := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, p := range parents[s] {
+			if !holds[p] {
+				holds[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return holds
+}
+
+// edgeChildren are the subschemas the edge walker may descend into.
+func edgeChildren(s *jsonschema.Schema) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	add := func(c *jsonschema.Schema) {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	add(s.Ref)
+	add(s.Items2020)
+	add(s.If)
+	add(s.Then)
+	add(s.Else)
+	for _, c := range s.PrefixItems {
+		add(c)
+	}
+	for _, list := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, c := range list {
+			add(c)
+		}
+	}
+	for _, c := range s.Properties {
+		add(c)
+	}
+	for _, c := range s.PatternProperties {
+		add(c)
+	}
+	if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+		add(ap)
+	}
+	return out
+}
 
 // comparePointers orders JSON pointers segment by segment, numbers
 // (array indexes) numerically.

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // The layout of an export tar (SPEC §8, docs/FORMAT.md).
@@ -35,6 +38,37 @@ const (
 	importBatchBytes = 8 << 20
 )
 
+// The end record: the last entry of an export, a PAX global header whose
+// records count the entries before it and hold a digest of them
+// (docs/FORMAT.md). Importers that predate it skip it, as they skip every
+// PAX global header.
+const (
+	tarEnd       = "uwf-export-end"
+	paxObjects   = "UWF.objects"
+	paxRefs      = "UWF.refs"
+	paxLogs      = "UWF.logs"
+	paxDigest    = "UWF.xxh64"
+	paxUWFPrefix = "UWF."
+	tarBlockSize = 512
+)
+
+// tarDigest is the digest an end record carries: XXH64 over, for each
+// entry before it in order, its name, a NUL, its size in decimal, a NUL and
+// its bytes.
+type tarDigest struct{ d *xxhash.Digest }
+
+func newTarDigest() tarDigest { return tarDigest{xxhash.New()} }
+
+func (t tarDigest) add(name string, data []byte) {
+	t.d.WriteString(name)
+	t.d.Write([]byte{0})
+	t.d.WriteString(strconv.Itoa(len(data)))
+	t.d.Write([]byte{0})
+	t.d.Write(data)
+}
+
+func (t tarDigest) sum() Hash { return Hash(t.d.Sum64()) }
+
 // tarTime is the modification time of every entry, so that exports of one
 // store are byte-identical.
 var tarTime = time.Unix(0, 0)
@@ -57,7 +91,10 @@ type ExportStats struct {
 //   - refs/<name>: the ref's hash and a newline, in name order;
 //   - logs/<name>.jsonl: the ref's log, one JSON object per line
 //     ({"old","new","time","message"}, oldest first), in name order; the
-//     logs of deleted refs are included.
+//     logs of deleted refs are included;
+//   - uwf-export-end: the end record, a PAX global header whose records
+//     count the objects, refs and logs before it and carry a digest of
+//     them, so that [Import] refuses a cut or damaged tar.
 //
 // roots are ref names or hashes as a user gives them (a name is tried
 // first, as with [Repo.ResolveType]). With no roots Export writes
@@ -155,6 +192,7 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 
 	st := &ExportStats{}
 	tw := tar.NewWriter(w)
+	dg := newTarDigest()
 	for _, h := range order {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("export: %w", err)
@@ -166,14 +204,14 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 		if err != nil {
 			return st, fmt.Errorf("export: %w", err)
 		}
-		if err := writeEntry(tw, tarObjects+h.String(), data); err != nil {
+		if err := writeEntry(tw, dg, tarObjects+h.String(), data); err != nil {
 			return st, err
 		}
 		st.Objects++
 		st.Bytes += int64(len(data))
 	}
 	for _, name := range sortedKeys(refs) {
-		if err := writeEntry(tw, tarRefs+name, []byte(refs[name].String()+"\n")); err != nil {
+		if err := writeEntry(tw, dg, tarRefs+name, []byte(refs[name].String()+"\n")); err != nil {
 			return st, err
 		}
 		st.Refs++
@@ -188,11 +226,24 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 				return st, fmt.Errorf("export: log of %s: %w", name, err)
 			}
 		}
-		if err := writeEntry(tw, tarLogs+name+logSuffix, buf.Bytes()); err != nil {
+		if err := writeEntry(tw, dg, tarLogs+name+logSuffix, buf.Bytes()); err != nil {
 			return st, err
 		}
 		st.Logs++
 		st.LogEntries += len(logs[name])
+	}
+	end := &tar.Header{
+		Typeflag: tar.TypeXGlobalHeader,
+		Name:     tarEnd,
+		PAXRecords: map[string]string{
+			paxObjects: strconv.Itoa(st.Objects),
+			paxRefs:    strconv.Itoa(st.Refs),
+			paxLogs:    strconv.Itoa(st.Logs),
+			paxDigest:  dg.sum().String(),
+		},
+	}
+	if err := tw.WriteHeader(end); err != nil {
+		return st, fmt.Errorf("export: the end record: %w", err)
 	}
 	if err := tw.Close(); err != nil {
 		return st, fmt.Errorf("export: %w", err)
@@ -322,8 +373,10 @@ func (r *Repo) exportOrder(ctx context.Context, nodes []Hash) ([]Hash, error) {
 	return order, nil
 }
 
-// writeEntry writes one regular file with fixed metadata.
-func writeEntry(tw *tar.Writer, name string, data []byte) error {
+// writeEntry writes one regular file with fixed metadata and adds it to
+// the digest.
+func writeEntry(tw *tar.Writer, dg tarDigest, name string, data []byte) error {
+	dg.add(name, data)
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     name,
@@ -363,6 +416,11 @@ type ImportReport struct {
 	// the ref is live here (merging would make its log disagree with it).
 	Logs        int
 	LogsSkipped []string
+	// EndRecord says the tar ended with an end record whose counts and
+	// digest matched what was read. A tar without one (written before
+	// end records, by format version 1) is accepted when it ends with the
+	// tar end-of-archive marker, which is then all that shows it whole.
+	EndRecord bool
 }
 
 // RefConflict is a ref that [Import] left alone.
@@ -413,15 +471,26 @@ func (e *ImportError) Unwrap() error { return e.Err }
 //   - the log of a ref deleted in the tar is merged into the store's if the
 //     ref is not live here, else left alone (ImportReport.LogsSkipped).
 //
-// Refs and logs are applied only once every object has been read and
-// stored, so a bad tar changes no ref. Import is idempotent: a second
-// import of the same tar changes nothing (but objects' ages).
+// Refs and logs are applied only from a whole, verified tar: once every
+// entry has been read and checked, the tar has ended with the
+// end-of-archive marker (a tar cut short at an entry boundary lacks it,
+// though archive/tar reads it as a clean end), and its end record, if it
+// has one, counts exactly the objects, refs and logs read and carries
+// their digest. So a cut, damaged or bad tar changes no ref and no log;
+// the objects read before the problem may have been stored (each one
+// whole and verified: they are content-addressed, and GC removes them if
+// nothing refers to them). A tar without an end record, as format version
+// 1 wrote them, is accepted on its end-of-archive marker alone
+// (ImportReport.EndRecord is false). Import is idempotent: a second import
+// of the same tar changes nothing (but objects' ages).
 //
 // A bad entry (an object that does not hash to its name or is not a valid
 // node, an unknown or unsafe path such as one with "..", a link or other
-// non-file entry, an entry over its size limit, a malformed ref or log) is
-// an *[ImportError] naming it; objects before it may have been stored,
-// each one whole, and nothing of it or after it is. If refs were left
+// non-file entry, an entry over its size limit, a malformed ref or log, an
+// entry after the end record, an end record that does not match) is an
+// *[ImportError] naming it; objects before it may have been stored, each
+// one whole, and nothing of it or after it is. A tar cut short is an error
+// wrapping [ErrInvalid]. If refs were left
 // alone as conflicts the error wraps [ErrConflict] (after everything else
 // was imported). The report is non-nil and says what was done even with
 // an error.
@@ -468,7 +537,11 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 		return nil
 	}
 
-	tr := tar.NewReader(rd)
+	tail := &tailReader{r: rd}
+	tr := tar.NewReader(tail)
+	dg := newTarDigest()
+	var seen endCounts
+	var end *tar.Header
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, fmt.Errorf("import: %w", err)
@@ -478,7 +551,14 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			break
 		}
 		if err != nil {
-			return rep, fmt.Errorf("import: read the tar: %w", err)
+			return rep, fmt.Errorf("import: read the tar: %w", tarError(err))
+		}
+		if end != nil {
+			return rep, &ImportError{Entry: hdr.Name, Err: fmt.Errorf("%w: an entry after the end record", ErrInvalid)}
+		}
+		if isEndRecord(hdr) {
+			end = hdr
+			continue
 		}
 		kind, name, err := classify(hdr)
 		if err != nil {
@@ -497,6 +577,8 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			if got := Sum(data); got != h {
 				return rep, &ImportError{Entry: entry, Err: fmt.Errorf("%w: its bytes hash to %s", ErrCorrupt, got)}
 			}
+			dg.add(tarObjects+name, data)
+			seen.objects++
 			n, err := DecodeNode(data)
 			if err != nil {
 				return rep, &ImportError{Entry: entry, Err: err}
@@ -523,6 +605,8 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			if err != nil {
 				return rep, &ImportError{Entry: entry, Err: err}
 			}
+			dg.add(tarRefs+name, data)
+			seen.refs++
 			h, err := ParseCanonicalHash(strings.TrimSuffix(string(data), "\n"))
 			if err != nil {
 				return rep, &ImportError{Entry: entry, Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
@@ -539,6 +623,8 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			if err != nil {
 				return rep, &ImportError{Entry: entry, Err: err}
 			}
+			dg.add(tarLogs+name+logSuffix, data)
+			seen.logs++
 			entries, err := parseLog(data)
 			if err != nil {
 				return rep, &ImportError{Entry: entry, Err: err}
@@ -548,6 +634,17 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			}
 			logs[name] = entries
 		}
+	}
+	// The tar is whole: it ends with the end-of-archive marker (a cut
+	// tar does not), and its end record, if any, matches what was read.
+	if !tail.ended() {
+		return rep, fmt.Errorf("import: %w: the tar is cut short: it ends after %d bytes without the end-of-archive marker; no ref or log was changed", ErrInvalid, tail.n)
+	}
+	if end != nil {
+		if err := checkEnd(end, seen, dg.sum()); err != nil {
+			return rep, &ImportError{Entry: end.Name, Err: err}
+		}
+		rep.EndRecord = true
 	}
 	if err := flush(); err != nil {
 		return rep, err
@@ -599,6 +696,105 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 		return rep, fmt.Errorf("import: %d refs left as they are%s: %s: %w", len(rep.Conflicts), hint, strings.Join(what, "; "), ErrConflict)
 	}
 	return rep, nil
+}
+
+// endCounts counts the entries an end record counts.
+type endCounts struct{ objects, refs, logs int }
+
+// isEndRecord reports whether hdr is an end record: a PAX global header
+// with records of ours. Other global headers are skipped as before.
+func isEndRecord(hdr *tar.Header) bool {
+	if hdr.Typeflag != tar.TypeXGlobalHeader {
+		return false
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, paxUWFPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEnd checks an end record against the entries read before it. The
+// error wraps [ErrInvalid].
+func checkEnd(end *tar.Header, seen endCounts, digest Hash) error {
+	recs := end.PAXRecords
+	for k := range recs {
+		switch k {
+		case paxObjects, paxRefs, paxLogs, paxDigest:
+		default:
+			if strings.HasPrefix(k, paxUWFPrefix) {
+				return fmt.Errorf("%w: unknown record %q in the end record", ErrInvalid, k)
+			}
+		}
+	}
+	for _, c := range []struct {
+		key  string
+		what string
+		got  int
+	}{{paxObjects, "objects", seen.objects}, {paxRefs, "refs", seen.refs}, {paxLogs, "logs", seen.logs}} {
+		v, ok := recs[c.key]
+		if !ok {
+			return fmt.Errorf("%w: the end record lacks %s", ErrInvalid, c.key)
+		}
+		want, err := strconv.Atoi(v)
+		if err != nil || want < 0 || strconv.Itoa(want) != v {
+			return fmt.Errorf("%w: the end record's %s is %q, not a count", ErrInvalid, c.key, v)
+		}
+		if want != c.got {
+			return fmt.Errorf("%w: the end record counts %d %s, the tar holds %d", ErrInvalid, want, c.what, c.got)
+		}
+	}
+	v, ok := recs[paxDigest]
+	if !ok {
+		return fmt.Errorf("%w: the end record lacks %s", ErrInvalid, paxDigest)
+	}
+	want, err := ParseCanonicalHash(v)
+	if err != nil {
+		return fmt.Errorf("%w: the end record's %s: %w", ErrInvalid, paxDigest, err)
+	}
+	if want != digest {
+		return fmt.Errorf("%w: the entries' digest is %s, the end record says %s: the tar is damaged", ErrInvalid, digest, want)
+	}
+	return nil
+}
+
+// tailReader passes reads through, counting bytes and keeping the last
+// block read, so that [Import] can tell a tar that ends with the
+// end-of-archive marker (a zero block) from one cut short at an entry
+// boundary, which archive/tar reads as a clean end.
+type tailReader struct {
+	r    io.Reader
+	n    int64
+	tail [tarBlockSize]byte
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n >= len(t.tail) {
+		copy(t.tail[:], p[n-len(t.tail):n])
+	} else if n > 0 {
+		copy(t.tail[:], t.tail[n:])
+		copy(t.tail[len(t.tail)-n:], p[:n])
+	}
+	t.n += int64(n)
+	return n, err
+}
+
+// ended reports whether the last block read was a zero block: the tar's
+// end-of-archive marker. Every entry's last block holds some of its bytes
+// (no entry of an export ends in 512 zero bytes) or is a header, so a tar
+// cut at an entry boundary ends otherwise.
+func (t *tailReader) ended() bool {
+	if t.n < tarBlockSize || t.n%tarBlockSize != 0 {
+		return false
+	}
+	for _, b := range t.tail {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // importRef applies one name's ref and log, as [Import] says.
@@ -768,9 +964,21 @@ func readEntry(tr *tar.Reader, hdr *tar.Header, limit int64) ([]byte, error) {
 	}
 	data, err := ReadLimited(tr, limit)
 	if err != nil {
-		return nil, err
+		return nil, tarError(err)
 	}
 	return data, nil
+}
+
+// tarError marks the errors of a tar cut short or not a tar at all as
+// [ErrInvalid]; other errors (reading the input) pass as they are.
+func tarError(err error) error {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the tar is cut short: %w", ErrInvalid, err)
+	case errors.Is(err, tar.ErrHeader), errors.Is(err, tar.ErrInsecurePath), errors.Is(err, tar.ErrFieldTooLong):
+		return fmt.Errorf("%w: not a valid tar: %w", ErrInvalid, err)
+	}
+	return err
 }
 
 // parseLog parses a logs/<name>.jsonl entry: one JSON object per line with

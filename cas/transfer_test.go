@@ -70,17 +70,33 @@ type tarEntry struct {
 	data []byte
 }
 
+// readTar returns the entries of an export, checking their fixed metadata
+// and that the tar ends with its end record.
 func readTar(t *testing.T, data []byte) []tarEntry {
 	t.Helper()
 	tr := tar.NewReader(bytes.NewReader(data))
 	var out []tarEntry
+	end := false
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			if !end {
+				t.Errorf("the tar lacks its end record")
+			}
 			return out
 		}
 		if err != nil {
 			t.Fatalf("read tar: %v", err)
+		}
+		if end {
+			t.Errorf("%s after the end record", hdr.Name)
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			end = hdr.Name == "uwf-export-end" && hdr.PAXRecords["UWF.objects"] != ""
+			if !end {
+				t.Errorf("unexpected global header %s %v", hdr.Name, hdr.PAXRecords)
+			}
+			continue
 		}
 		b, err := io.ReadAll(tr)
 		if err != nil {
@@ -422,7 +438,8 @@ func TestImportMergesDeletedLogs(t *testing.T) {
 type tarFile struct {
 	name string
 	data string
-	typ  byte // 0: a regular file
+	typ  byte              // 0: a regular file
+	pax  map[string]string // the records of a tar.TypeXGlobalHeader
 }
 
 func makeTar(t testing.TB, files ...tarFile) []byte {
@@ -430,6 +447,12 @@ func makeTar(t testing.TB, files ...tarFile) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
+		if f.typ == tar.TypeXGlobalHeader {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: f.typ, Name: f.name, PAXRecords: f.pax}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		hdr := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}
 		if f.typ != 0 {
 			hdr.Typeflag = f.typ

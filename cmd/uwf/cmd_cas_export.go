@@ -21,8 +21,9 @@ func casExportCommand() *cli.Command {
 		Description: `Writes a tar (docs/FORMAT.md): objects/<hash> with each object's canonical
 bytes, children before parents and the meta-schema first; refs/<name> with
 each ref's hash; logs/<name>.jsonl with each ref's log, deleted refs' logs
-included. With no arguments everything is exported; with refs or hashes,
-their closure, those refs and their logs. Two exports of one store are
+included; last, an end record counting them, with their digest. With no
+arguments everything is exported; with refs or hashes, their closure,
+those refs and their logs. Two exports of one store are
 byte-identical. A summary goes to stderr. Refuses to write to a terminal.`,
 		Action: withSession(func(c *cli.Context, s *session) error {
 			return runExport(c.Context, c.App.Writer, c.App.ErrWriter, s, c.Args().Slice())
@@ -39,6 +40,8 @@ func casImportCommand() *cli.Command {
 creates missing refs with their logs as they are; leaves refs already at
 the tar's value alone; reports refs that differ (exit 4) unless --force
 moves them (logging "import --force"). Importing twice changes nothing.
+Refs and logs are applied only from a whole tar: one cut short, or whose
+end record does not match, changes no ref (objects read may stay).
 Prints what it did; with --json, one object.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "force", Usage: "move refs that differ to the tar's value"},
@@ -116,7 +119,8 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 			Conflicts   []conflict `json:"conflicts"`
 			Logs        int        `json:"logs"`
 			LogsSkipped []string   `json:"logsSkipped"`
-		}{rep.Objects, rep.Bytes, nonNil(rep.Created), nonNil(rep.Unchanged), nonNil(rep.Forced), []conflict{}, rep.Logs, nonNil(rep.LogsSkipped)}
+			EndRecord   bool       `json:"endRecord"`
+		}{rep.Objects, rep.Bytes, nonNil(rep.Created), nonNil(rep.Unchanged), nonNil(rep.Forced), []conflict{}, rep.Logs, nonNil(rep.LogsSkipped), rep.EndRecord}
 		for _, c := range rep.Conflicts {
 			out.Conflicts = append(out.Conflicts, conflict{c.Name, hashOrNull(c.Current), c.Imported, c.Clash})
 		}
@@ -131,6 +135,11 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 		fmt.Fprintf(w, "logs of deleted refs: %d merged, %d skipped%s\n", rep.Logs, len(rep.LogsSkipped), list(rep.LogsSkipped))
 		for _, c := range rep.Conflicts {
 			fmt.Fprintf(w, "conflict:  %s\n", c)
+		}
+		if rep.EndRecord {
+			fmt.Fprintf(w, "end record: counts and digest match\n")
+		} else {
+			fmt.Fprintf(w, "end record: none (a tar from format version 1: whole by its end-of-archive marker)\n")
 		}
 	}
 	return err

@@ -371,3 +371,25 @@ func TestRefRepairGolden(t *testing.T) {
 	tr.run("", "cas", "fsck")
 	golden(t, "refs.txt", strings.ReplaceAll(tr.b.String(), e.storeDir(), "$STORE"))
 }
+
+// TestThreadListMissingHead: a thread whose head node is missing is
+// damage, not an answer "not found": thread list prints the others, names
+// it on stderr and exits 1, as docs/CLI.md says.
+func TestThreadListMissingHead(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	lost := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "x", "--cwd", "/"))
+	e.clock.Advance(time.Second)
+	kept := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "y", "--cwd", "/"))
+	steps := e.stepsOf(lost)
+	head, err := cas.ParseHash(steps[len(steps)-1][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.remove(e.objectPath(head))
+	r := e.run("", "thread", "list")
+	if r.code != 1 || !strings.Contains(r.stdout, kept) || strings.Contains(r.stdout, lost) ||
+		!strings.Contains(r.stderr, lost) || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("thread list with a missing head: %v; want exit 1, %s listed and %s named on stderr", r, kept, lost)
+	}
+}

@@ -134,7 +134,7 @@ func (r *Repo) RepairBuiltins(ctx context.Context) ([]Repair, error) {
 			}
 			err = r.putBuiltin(ctx, b)
 			unlock()
-			if ctx.Err() != nil {
+			if err != nil && ctx.Err() != nil {
 				return done, ctx.Err()
 			}
 			if err != nil {
@@ -151,7 +151,7 @@ func (r *Repo) RepairBuiltins(ctx context.Context) ([]Repair, error) {
 		}
 		rp, err := r.repairBuiltinRef(ctx, b)
 		switch {
-		case ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil:
 			return done, ctx.Err()
 		case err != nil:
 			errs = append(errs, err)

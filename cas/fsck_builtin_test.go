@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,5 +120,33 @@ func TestRepairBuiltinsPastAnUnreadableRef(t *testing.T) {
 	}
 	if h, err := f.mem.Refs().Get(f.ctx, "schemas/mark"); err != nil || h != cas.MarkSchema {
 		t.Errorf("schemas/mark after the repair = %v, %v", h, err)
+	}
+}
+
+// TestRepairBuiltinsConcurrent: repairs run at once mend each damaged
+// built-in ref once: one log entry each, whoever does it.
+func TestRepairBuiltinsConcurrent(t *testing.T) {
+	f := newDamagedFixture(t)
+	f.refs.damage("schemas/step")
+	f.drop("schemas/mark")
+	before := map[string]int{"schemas/step": len(f.log("schemas/step")), "schemas/mark": len(f.log("schemas/mark"))}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = f.repo.RepairBuiltins(f.ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("repair %d: %v", i, err)
+		}
+	}
+	for name, n := range before {
+		if got := len(f.log(name)); got != n+1 {
+			t.Errorf("log of %s has %d entries after the repairs, want %d", name, got, n+1)
+		}
+	}
+	if got, _ := f.problems(nil); len(got) != 0 {
+		t.Errorf("fsck after the repairs: %v", got)
 	}
 }

@@ -104,7 +104,8 @@ type FsckOptions struct {
 // newest entry; every log whose newest entry says its ref exists matched
 // by a ref ([ProblemMissingRef], [ProblemMissingRefOrInterruptedCreate]);
 // the built-in schemas of the store's format version stored and named
-// ([ProblemBuiltin]); plus the registered extra checks. One damaged object
+// ([ProblemBuiltin], which alone reports a damaged built-in ref); plus the
+// registered extra checks. One damaged object
 // or ref is one problem: the rest is checked all the same. Each problem
 // names the refs that reach it (a bad or missing ref reaches what its
 // log's newest entry names). It also counts the backend's temporary files,
@@ -121,9 +122,16 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		return nil, fmt.Errorf("fsck: %w", err)
 	}
 	builtin := map[Hash]bool{}
+	// A built-in's ref that is missing, unreadable or moved is reported
+	// once, as a builtin problem (which fsck --repair mends), not again by
+	// the ref checks below as a bad-ref, missing-ref, log-mismatch,
+	// missing-target or ref problem.
+	builtinRef := map[string]bool{}
 	for _, p := range builtinProblems {
 		if p.Ref == "" {
 			builtin[p.Hash] = true
+		} else {
+			builtinRef[p.Ref] = true
 		}
 	}
 	present := map[Hash]bool{}
@@ -234,7 +242,9 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 					targets[h] = append(targets[h], bad.Name)
 				}
 			}
-			add(p)
+			if !builtinRef[bad.Name] {
+				add(p)
+			}
 			continue
 		}
 		if err != nil {
@@ -253,9 +263,13 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			badLog[strings.ToLower(ref.Name)] = true
 		case len(entries) == 0:
 			add(Problem{Ref: ref.Name, Kind: ProblemLog, Msg: "the ref's log is empty"})
+		case builtinRef[ref.Name]:
 		case entries[len(entries)-1].New != ref.Hash:
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemLogMismatch,
 				Msg: fmt.Sprintf("its log's newest entry says %s", entries[len(entries)-1].New)})
+		}
+		if builtinRef[ref.Name] {
+			continue
 		}
 		if !has(ref.Hash) && !builtin[ref.Hash] {
 			add(Problem{Ref: ref.Name, Hash: ref.Hash, Kind: ProblemMissingTarget, Msg: "the ref's target is not in the store"})
@@ -289,7 +303,9 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		}
 		if p, ok := missingRef(name, entries); ok {
 			targets[p.Hash] = append(targets[p.Hash], name)
-			add(p)
+			if !builtinRef[name] {
+				add(p)
+			}
 		}
 	}
 	if opts.Dangling != nil {

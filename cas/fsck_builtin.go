@@ -10,7 +10,11 @@ import (
 // object missing or corrupt, or its schemas/<name> ref missing, unreadable
 // or pointing elsewhere. Commands never depend on either (built-ins are
 // constants of the format); [Repo.RepairBuiltins] puts the known values
-// back.
+// back. A damaged built-in ref is reported once, as this kind (its message
+// naming the ref's file if it cannot be read), not also as a
+// [ProblemBadRef], [ProblemMissingRef], [ProblemLogMismatch],
+// [ProblemMissingTarget] or [ProblemRef]: its right value is known, and so
+// is the repair.
 const ProblemBuiltin = "builtin"
 
 // builtinsOfStore returns the built-ins a store at its recorded format
@@ -62,12 +66,22 @@ func (r *Repo) checkBuiltins(ctx context.Context) ([]Problem, error) {
 		case errors.Is(err, ErrNotFound):
 			out = append(out, Problem{Ref: name, Kind: ProblemBuiltin,
 				Msg: fmt.Sprintf("the ref of the built-in schema %s is missing (fsck --repair creates it, pointing at %s)", b.Name, b.Hash)})
+		case errors.Is(err, ErrBadRef):
+			why := err.Error()
+			if bad := (*BadRefError)(nil); errors.As(err, &bad) {
+				why = bad.Err.Error()
+				if bad.File != "" {
+					why = "file " + bad.File + ": " + why
+				}
+			}
+			out = append(out, Problem{Ref: name, Kind: ProblemBuiltin,
+				Msg: fmt.Sprintf("the ref of the built-in schema %s cannot be read: %s (fsck --repair rewrites it, pointing at %s)", b.Name, why, b.Hash)})
 		default:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			out = append(out, Problem{Ref: name, Kind: ProblemBuiltin,
-				Msg: fmt.Sprintf("the ref of the built-in schema %s cannot be read: %v (restore it from its log: uwf cas ref restore %s)", b.Name, err, name)})
+				Msg: fmt.Sprintf("the ref of the built-in schema %s cannot be read: %v", b.Name, err)})
 		}
 	}
 	return out, nil
@@ -90,20 +104,25 @@ func (rp Repair) String() string {
 
 // RepairBuiltins puts back the known values of the built-in schemas of the
 // store's format version: a missing or corrupt object is stored again from
-// its known bytes, and a missing ref schemas/<name> is created, or one that
-// points elsewhere moved back, each with a log entry "restore built-in
-// schema <name>". It returns what it did, in order. A ref that cannot be
-// read at all (a damaged ref file) is left alone: the error names it, and
-// it is restored from its log by the refs' own repair. Other refs and
-// objects are never touched. RepairBuiltins is safe to run at any time,
-// also concurrently with writers.
+// its known bytes; a ref schemas/<name> that points elsewhere is moved
+// back (compare-and-swap), and one that is missing or cannot be read (a
+// damaged ref file, a *[BadRefError]) is replaced ([Refs.Replace]), each
+// with a log entry "restore built-in schema <name>" (a replaced ref's
+// entry starts from its log's newest value, so the repair does not read
+// as its creation). It returns what it did, in order. Other refs and
+// objects are never touched. A built-in object or ref that cannot be read
+// for another reason (permissions, I/O), or whose repair fails, is named
+// in the error (all of them, joined), which comes after the other
+// built-ins are repaired; a failure to take the store's lock or a
+// cancelled context ends the repair at once. RepairBuiltins is safe to
+// run at any time, also concurrently with writers.
 func (r *Repo) RepairBuiltins(ctx context.Context) ([]Repair, error) {
 	bs, err := r.builtinsOfStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var done []Repair
-	var unreadable error
+	var errs []error
 	for _, b := range bs {
 		_, err := r.st.Get(ctx, b.Hash)
 		switch {
@@ -115,42 +134,76 @@ func (r *Repo) RepairBuiltins(ctx context.Context) ([]Repair, error) {
 			}
 			err = r.putBuiltin(ctx, b)
 			unlock()
+			if err != nil && ctx.Err() != nil {
+				return done, ctx.Err()
+			}
 			if err != nil {
-				return done, err
+				errs = append(errs, fmt.Errorf("put back built-in schema %s: %w", b.Name, err))
+			} else {
+				done = append(done, Repair{Hash: b.Hash, Msg: "put back the built-in schema " + b.Name})
 			}
-			done = append(done, Repair{Hash: b.Hash, Msg: "put back the built-in schema " + b.Name})
 		default:
-			return done, fmt.Errorf("read built-in schema %s: %w", b.Name, err)
-		}
-		name := "schemas/" + b.Name
-		for attempt := 0; ; attempt++ {
-			cur, err := r.raw.Get(ctx, name)
-			switch {
-			case err == nil && cur == b.Hash:
-			case err == nil || errors.Is(err, ErrNotFound):
-				err = r.refs.CompareAndSwap(ctx, name, cur, b.Hash, "restore built-in schema "+b.Name)
-				var ce *ConflictError
-				if errors.As(err, &ce) && attempt < 5 {
-					continue // moved meanwhile: look again
-				}
-				if err != nil {
-					return done, fmt.Errorf("restore ref %s: %w", name, err)
-				}
-				msg := "created the ref of the built-in schema " + b.Name
-				if !cur.IsZero() {
-					msg = fmt.Sprintf("moved the ref of the built-in schema %s back from %s", b.Name, cur)
-				}
-				done = append(done, Repair{Hash: b.Hash, Ref: name, Msg: msg})
-			default:
-				if ctx.Err() != nil {
-					return done, ctx.Err()
-				}
-				if unreadable == nil {
-					unreadable = fmt.Errorf("ref %s cannot be read, so it was not repaired (restore it from its log: uwf cas ref restore %s): %w", name, name, err)
-				}
+			if ctx.Err() != nil {
+				return done, ctx.Err()
 			}
-			break
+			// Left as it is; the other built-ins are still repaired.
+			errs = append(errs, fmt.Errorf("read built-in schema %s: %w", b.Name, err))
+		}
+		rp, err := r.repairBuiltinRef(ctx, b)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return done, ctx.Err()
+		case err != nil:
+			errs = append(errs, err)
+		case rp != nil:
+			done = append(done, *rp)
 		}
 	}
-	return done, unreadable
+	return done, errors.Join(errs...)
+}
+
+// repairBuiltinRef points schemas/<name> back at b, if it does not: what
+// it did, or nil if the ref was sound.
+func (r *Repo) repairBuiltinRef(ctx context.Context, b Builtin) (*Repair, error) {
+	name := "schemas/" + b.Name
+	msg := "restore built-in schema " + b.Name
+	for attempt := 0; ; attempt++ {
+		cur, err := r.raw.Get(ctx, name)
+		switch {
+		case err == nil && cur == b.Hash:
+			return nil, nil
+		case err == nil:
+			err = r.refs.CompareAndSwap(ctx, name, cur, b.Hash, msg)
+			var ce *ConflictError
+			if errors.As(err, &ce) && attempt < 5 {
+				continue // moved meanwhile: look again
+			}
+			if err != nil {
+				return nil, fmt.Errorf("restore ref %s: %w", name, err)
+			}
+			return &Repair{Hash: b.Hash, Ref: name,
+				Msg: fmt.Sprintf("moved the ref of the built-in schema %s back from %s", b.Name, cur)}, nil
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrBadRef):
+			what := "created the ref of the built-in schema " + b.Name
+			if errors.Is(err, ErrBadRef) {
+				what = "rewrote the unreadable ref of the built-in schema " + b.Name
+				if bad := (*BadRefError)(nil); errors.As(err, &bad) && bad.File != "" {
+					what += " (file " + bad.File + ")"
+				}
+			}
+			// Replace, not a create-only compare-and-swap: a ref deleted
+			// behind uwf's back or damaged is logged as restored from its
+			// log's newest value. Every writer of this ref writes b.Hash,
+			// so there is nothing to lose to a concurrent one.
+			if err := r.refs.Replace(ctx, name, b.Hash, msg); err != nil {
+				return nil, fmt.Errorf("restore ref %s: %w", name, err)
+			}
+			return &Repair{Hash: b.Hash, Ref: name, Msg: what}, nil
+		default:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("read ref %s: %w", name, err)
+		}
+	}
 }

@@ -349,34 +349,79 @@ type Entry struct {
 }
 
 // List returns every registered workflow, sorted by name. The caller owns
-// the returned slice.
+// the returned slice. A workflow that is damaged (its ref or its ref's log
+// cannot be read, its node is missing, corrupt or invalid) is left out:
+// List returns the others, a non-nil slice, with an error naming each one
+// left out and wrapping their errors ([cas.ErrBadRef], [cas.ErrNotFound],
+// [cas.ErrCorrupt], ...). Any other failure (listing the refs, reading a
+// node for another reason, a cancelled context) is returned alone, with
+// no entries.
 func (r *Registry) List(ctx context.Context) ([]Entry, error) {
-	var out []Entry
+	out := []Entry{}
+	var left []error
 	for ref, err := range r.repo.Refs().List(ctx, RefPrefix) {
+		if errors.Is(err, cas.ErrBadRef) {
+			left = append(left, err)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list workflows: %w", err)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		e := Entry{Name: strings.TrimPrefix(ref.Name, RefPrefix), Hash: ref.Hash}
-		log, err := r.repo.Refs().Log(ctx, ref.Name)
+		e, damage, err := r.entry(ctx, ref)
 		switch {
-		case err == nil && len(log) > 0:
-			e.Updated = time.UnixMilli(log[len(log)-1].Time).UTC()
-		case err != nil && !errors.Is(err, cas.ErrNotFound):
-			return nil, fmt.Errorf("list workflows: %w", err)
-		}
-		n, err := r.repo.Get(ctx, ref.Hash)
-		if err != nil {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
 			return nil, fmt.Errorf("list workflows: %s: %w", e.Name, err)
+		case damage != nil:
+			left = append(left, fmt.Errorf("workflow %s: %w", e.Name, damage))
+		default:
+			out = append(out, e)
 		}
-		if p, ok := n.Payload.(map[string]any); ok {
-			e.Description, _ = p["description"].(string)
-		}
-		out = append(out, e)
+	}
+	if len(left) > 0 {
+		return out, fmt.Errorf("list workflows: %d workflow%s left out:\n%w",
+			len(left), map[bool]string{true: "", false: "s"}[len(left) == 1], errors.Join(left...))
 	}
 	return out, nil
+}
+
+// entry reads what List shows of the workflow ref names. damage is what
+// makes this workflow unreadable (its log cannot be read, its node is
+// missing, corrupt or invalid); err is any other failure to read the
+// store.
+func (r *Registry) entry(ctx context.Context, ref cas.Ref) (e Entry, damage, err error) {
+	e = Entry{Name: strings.TrimPrefix(ref.Name, RefPrefix), Hash: ref.Hash}
+	log, err := r.repo.Refs().Log(ctx, ref.Name)
+	switch {
+	case err == nil && len(log) > 0:
+		e.Updated = time.UnixMilli(log[len(log)-1].Time).UTC()
+	case err != nil && !errors.Is(err, cas.ErrNotFound):
+		return e, fmt.Errorf("read the log of %s: %w", ref.Name, err), nil
+	}
+	n, err := r.repo.Get(ctx, ref.Hash)
+	switch {
+	case errorsIsAny(err, cas.ErrNotFound, cas.ErrCorrupt, cas.ErrInvalid):
+		return e, err, nil
+	case err != nil:
+		return e, nil, err
+	}
+	if p, ok := n.Payload.(map[string]any); ok {
+		e.Description, _ = p["description"].(string)
+	}
+	return e, nil, nil
+}
+
+func errorsIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Version is one change of a workflow's ref, as [Registry.History] lists

@@ -425,3 +425,35 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("ReadFile(big) = %v, want ErrTooLarge", err)
 	}
 }
+
+// TestListPastDamage: a workflow whose node is corrupt or missing is left
+// out of List and named in its error, which wraps the cause; the others
+// are listed.
+func TestListPastDamage(t *testing.T) {
+	ctx := t.Context()
+	st := cas.NewMemStore(nil)
+	repo, err := cas.Open(ctx, st, st.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(repo)
+	review := mustPut(t, reg, mustParse(t, "review-loop.yaml", example(t, "review-loop.yaml")))
+	mustPut(t, reg, mustParse(t, "develop.yaml", example(t, "develop.yaml")))
+	st.Corrupt(review.Hash, []byte("garbage"))
+	list, err := reg.List(ctx)
+	if !errors.Is(err, cas.ErrCorrupt) || !strings.Contains(err.Error(), "workflow review-loop") {
+		t.Errorf("List error = %v, want review-loop named as corrupt", err)
+	}
+	if len(list) != 1 || list[0].Name != "develop" {
+		t.Errorf("List = %+v, want develop alone", list)
+	}
+	// A workflow ref pointing at a node the store does not hold.
+	absent := cas.Sum([]byte("absent"))
+	if err := st.Refs().CompareAndSwap(ctx, registry.RefName("develop"), list[0].Hash, absent, "vandal"); err != nil {
+		t.Fatal(err)
+	}
+	list, err = reg.List(ctx)
+	if !errors.Is(err, cas.ErrNotFound) || !strings.Contains(err.Error(), "2 workflows left out") || list == nil || len(list) != 0 {
+		t.Errorf("List = %+v, %v; want no entries (not nil) and both named", list, err)
+	}
+}

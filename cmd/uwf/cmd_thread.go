@@ -700,7 +700,7 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		return err
 	}
 	if listErr != nil {
-		return fmt.Errorf("%w\n(uwf cas fsck reports every damaged ref and node; uwf cas ref restore repairs a ref from its log)", listErr)
+		return &leftOutError{fmt.Errorf("%w\n(uwf cas fsck reports every damaged ref and node; uwf cas ref restore repairs a ref from its log)", listErr)}
 	}
 	return nil
 }

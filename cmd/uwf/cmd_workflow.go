@@ -255,10 +255,22 @@ func runWorkflowList(ctx context.Context, w io.Writer, s *session) error {
 		return err
 	}
 	defer closeStore()
-	entries, err := registry.New(repo).List(ctx)
-	if err != nil {
+	// Damaged workflows are left out and named (exit 1) after the others
+	// are printed.
+	entries, listErr := registry.New(repo).List(ctx)
+	if listErr != nil && entries == nil {
+		return listErr
+	}
+	if err := printWorkflows(w, s, entries); err != nil {
 		return err
 	}
+	if listErr != nil {
+		return &leftOutError{fmt.Errorf("%w\n(uwf cas fsck reports every damaged ref and node; uwf cas ref restore repairs a ref from its log, uwf workflow rollback a workflow)", listErr)}
+	}
+	return nil
+}
+
+func printWorkflows(w io.Writer, s *session, entries []registry.Entry) error {
 	if s.json {
 		type entry struct {
 			Name        string   `json:"name"`

@@ -74,24 +74,45 @@ func (e *env) remove(path string) {
 	}
 }
 
-// schemaDamages damages schema refs and objects: a user schema's ref here.
-// The built-in schemas' refs and objects join this list once the store
-// serves them from constants (they then block nothing, and fsck --repair
-// heals them): add their rows next to the user schema's.
+// schemaDamages damages schema refs and objects: a user schema's ref, and
+// built-in schemas' refs and objects (flipped bits and deleted files).
+// The built-ins are constants of the format: commands go on using their
+// known bytes, fsck reports each once, as a builtin problem (not also as a
+// bad-ref or missing-ref), and fsck --repair puts them back.
 func schemaDamages(e *env, userSchema string) []damage {
 	ref := "schemas/" + userSchema
 	return []damage{
 		{"truncate the ref of a user schema", func() { e.truncate(e.refPath(ref)) }, []string{"ref " + ref + " -> ", ": bad-ref: "}},
+		{"flip bits in the ref of the built-in schema workflow", func() { e.flipBits(e.refPath("schemas/workflow")) },
+			[]string{"ref schemas/workflow: builtin: the ref of the built-in schema workflow cannot be read: file " + e.refPath("schemas/workflow") + ": "}},
+		{"delete the ref of the built-in schema step", func() { e.remove(e.refPath("schemas/step")) },
+			[]string{"ref schemas/step: builtin: the ref of the built-in schema step is missing"}},
+		{"flip bits in the built-in schema start", func() { e.flipBits(e.objectPath(cas.StartSchema)) },
+			[]string{cas.StartSchema.String() + ": builtin: the built-in schema start is corrupt: "}},
+		{"delete the built-in schema mark", func() { e.remove(e.objectPath(cas.MarkSchema)) },
+			[]string{cas.MarkSchema.String() + ": builtin: the built-in schema mark is not in the store"}},
 	}
+}
+
+// builtinRepairs is what fsck --repair prints for the built-in damage of
+// schemaDamages, in order.
+func builtinRepairs(e *env) string {
+	return "repaired ref schemas/workflow -> " + cas.WorkflowSchema.String() + ": rewrote the unreadable ref of the built-in schema workflow (file " + e.refPath("schemas/workflow") + ")\n" +
+		"repaired " + cas.StartSchema.String() + ": put back the built-in schema start\n" +
+		"repaired ref schemas/step -> " + cas.StepSchema.String() + ": created the ref of the built-in schema step\n" +
+		"repaired " + cas.MarkSchema.String() + ": put back the built-in schema mark\n"
 }
 
 // TestDamage damages a store of a few hundred nodes and several threads
 // in every way at once (object files and ref files flipped, truncated,
-// swapped, deleted), then checks: one fsck run reports every damaged
-// reachable object and every bad or missing ref, and exits 1; GC deletes
-// nothing while a ref cannot be read or a reachable node is damaged; ref
-// restore brings the refs back with their history; after the objects are
-// repaired from a backup, fsck is clean and every thread works.
+// swapped, deleted, built-in schemas' included), then checks: one fsck run
+// reports every damaged reachable object and every bad or missing ref, and
+// exits 1; GC deletes nothing while a ref cannot be read or a reachable
+// node is damaged; meanwhile threads start, step and are shown, read and
+// listed, and workflows listed; fsck --repair puts the built-ins back; ref
+// restore brings the other refs back with their history; after the
+// objects are repaired from a backup, fsck is clean and every thread
+// works.
 func TestDamage(t *testing.T) {
 	e := newEnv(t)
 	e.write("review-loop.yaml", reviewLoop)
@@ -185,6 +206,19 @@ func TestDamage(t *testing.T) {
 			}
 		}
 	}
+	// Each damaged built-in is one problem, not also a bad or missing ref.
+	for _, prefix := range []string{"ref schemas/workflow:", "ref schemas/step:", "ref schemas/workflow ", "ref schemas/step ",
+		cas.StartSchema.String() + ":", cas.MarkSchema.String() + ":"} {
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				n++
+			}
+		}
+		if want := map[bool]int{true: 1, false: 0}[strings.HasSuffix(prefix, ":")]; n != want {
+			t.Errorf("fsck has %d lines starting with %q, want %d:\n%s", n, prefix, want, r.stdout)
+		}
+	}
 	// The lost thread's head is dangling: it can be found until GC.
 	if want := "dangling " + chain(5, len(steps[5])-1).String() + " "; !strings.Contains(r.stdout, want) {
 		t.Errorf("fsck --dangling does not list the head of thread 5 (%q):\n%s", want, r.stdout)
@@ -201,7 +235,8 @@ func TestDamage(t *testing.T) {
 		}
 	}
 	r = e.run("", "cas", "ref", "list")
-	if r.code != 1 || !strings.Contains(r.stderr, "schemas/note") || !strings.Contains(r.stdout, th(0)) || strings.Contains(r.stdout, "schemas/note") {
+	if r.code != 1 || !strings.Contains(r.stderr, "schemas/note") || !strings.Contains(r.stderr, "schemas/workflow") ||
+		!strings.Contains(r.stdout, th(0)) || strings.Contains(r.stdout, "schemas/note") {
 		t.Errorf("ref list on the damaged store: %v", r)
 	}
 
@@ -210,12 +245,12 @@ func TestDamage(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "nothing deleted") {
 		t.Errorf("gc on the damaged store: %v", r)
 	}
-	for _, name := range []string{th(4), th(6), th(7), "schemas/note"} {
+	for _, name := range []string{th(4), th(6), th(7), "schemas/note", "schemas/workflow"} {
 		if !strings.Contains(r.stderr, name) {
 			t.Errorf("gc does not name bad ref %s: %s", name, r.stderr)
 		}
 	}
-	for _, name := range []string{th(0), th(5), "notes/first"} {
+	for _, name := range []string{th(0), th(5), "notes/first", "schemas/step"} {
 		if strings.Contains(r.stderr, name) {
 			t.Errorf("gc names %s, which is not a bad ref: %s", name, r.stderr)
 		}
@@ -223,6 +258,35 @@ func TestDamage(t *testing.T) {
 	if got := e.objects(); !slices.Equal(got, objects) {
 		t.Fatalf("gc deleted %d objects from a damaged store", len(objects)-len(got))
 	}
+
+	// Meanwhile the other commands work, the built-ins' damage
+	// notwithstanding (they use their known bytes): a new thread starts
+	// (a start node, whose schema object is corrupt) and steps, and is
+	// shown, read and listed; the workflows are listed and shown.
+	e.clock.Advance(time.Second)
+	fresh := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "task 8: while the built-ins are damaged", "--cwd", "/"))
+	e.ok("", "thread", "step", fresh, "--agent", "synth")
+	if st := e.stepsOf(fresh); len(st) != 2 || st[1][2] != "step" {
+		t.Errorf("thread steps of the new thread: %v, want a start and a step", st)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"thread", "show", fresh}, fresh},
+		{[]string{"thread", "read", fresh}, "task 8: while the built-ins are damaged"},
+		{[]string{"workflow", "list"}, "review-loop "},
+		{[]string{"workflow", "show", "review-loop"}, "workflow:    review-loop"},
+		{[]string{"cas", "schema", "get", "start"}, `"type":"object"`},
+	} {
+		if out := e.ok("", tc.args...); !strings.Contains(out, tc.want) {
+			t.Errorf("uwf %q with damaged built-ins printed:\n%s\nwant %q in it", tc.args, out, tc.want)
+		}
+	}
+	if r := e.run("", "thread", "list"); r.code != 1 || !strings.HasPrefix(r.stdout, fresh+" active ") {
+		t.Errorf("thread list does not list the new thread first: %v", r)
+	}
+	objects = e.objects()
 
 	// A plain set or rm of a bad or missing ref is refused; restore
 	// brings each back with its history.
@@ -236,6 +300,22 @@ func TestDamage(t *testing.T) {
 	} {
 		if r := e.run("", tc.args...); r.code != tc.code || !strings.Contains(r.stderr, "--force") || !strings.Contains(r.stderr, "ref restore") {
 			t.Errorf("uwf %q: %v; want exit %d and a refusal pointing at restore and --force", tc.args, r, tc.code)
+		}
+	}
+	// fsck --repair puts the built-ins back, and only them: the rest of
+	// the damage is still reported.
+	r = e.run("", "cas", "fsck", "--repair")
+	if r.code != 1 || !strings.HasPrefix(r.stdout, builtinRepairs(e)) || strings.Contains(r.stdout, ": builtin: ") ||
+		!strings.Contains(r.stdout, ": bad-ref: ") {
+		t.Errorf("fsck --repair on the damaged store: %v\nwant exit 1 and first:\n%s", r, builtinRepairs(e))
+	}
+	if got, want := e.objects(), slices.Sorted(slices.Values(append(slices.Clone(objects), cas.MarkSchema))); !slices.Equal(got, want) {
+		t.Errorf("fsck --repair changed the objects other than putting back the mark schema: %d objects, want %d", len(got), len(want))
+	}
+	objects = e.objects()
+	for _, name := range []string{"schemas/workflow", "schemas/step"} {
+		if log := refLog(name); !strings.HasSuffix(log, " restore built-in schema "+strings.TrimPrefix(name, "schemas/")+"\n") {
+			t.Errorf("log of %s after fsck --repair:\n%s\nwant a restore entry last", name, log)
 		}
 	}
 	for _, name := range []string{th(4), th(5), th(6), th(7), "schemas/note", "notes/first"} {
@@ -267,8 +347,9 @@ func TestDamage(t *testing.T) {
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Fatalf("fsck after repair: %q", out)
 	}
-	if got := e.ok("", "thread", "list"); got != threadList {
-		t.Errorf("thread list after repair:\n%s\nwant:\n%s", got, threadList)
+	if got := e.ok("", "thread", "list"); !strings.HasSuffix(got, threadList) || !strings.HasPrefix(got, fresh+" ") ||
+		strings.Count(got, "\n") != strings.Count(threadList, "\n")+1 {
+		t.Errorf("thread list after repair:\n%s\nwant the new thread, then:\n%s", got, threadList)
 	}
 	e.clock.Advance(time.Millisecond) // the import refreshed every object
 	e.ok("", "cas", "gc", "--grace", "0", "--log-retention", "0")
@@ -370,4 +451,26 @@ func TestRefRepairGolden(t *testing.T) {
 	tr.run("", "thread", "list")
 	tr.run("", "cas", "fsck")
 	golden(t, "refs.txt", strings.ReplaceAll(tr.b.String(), e.storeDir(), "$STORE"))
+}
+
+// TestThreadListMissingHead: a thread whose head node is missing is
+// damage, not an answer "not found": thread list prints the others, names
+// it on stderr and exits 1, as docs/CLI.md says.
+func TestThreadListMissingHead(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	lost := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "x", "--cwd", "/"))
+	e.clock.Advance(time.Second)
+	kept := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "y", "--cwd", "/"))
+	steps := e.stepsOf(lost)
+	head, err := cas.ParseHash(steps[len(steps)-1][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.remove(e.objectPath(head))
+	r := e.run("", "thread", "list")
+	if r.code != 1 || !strings.Contains(r.stdout, kept) || strings.Contains(r.stdout, lost) ||
+		!strings.Contains(r.stderr, lost) || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("thread list with a missing head: %v; want exit 1, %s listed and %s named on stderr", r, kept, lost)
+	}
 }

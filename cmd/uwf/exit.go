@@ -55,6 +55,15 @@ type silentError struct{ err error }
 func (e *silentError) Error() string { return e.err.Error() }
 func (e *silentError) Unwrap() error { return e.err }
 
+// leftOutError is a listing that printed what it could and left damaged
+// entries out, naming them: it exits 1 whatever their errors wrap (a
+// thread or workflow whose node is missing is damage to the store, not a
+// "not found" answer).
+type leftOutError struct{ err error }
+
+func (e *leftOutError) Error() string { return e.err.Error() }
+func (e *leftOutError) Unwrap() error { return e.err }
+
 // exitCode maps the error a command returned to the process's exit status
 // and prints it once to w as "uwf: <message>". It is the only place that
 // knows the table.
@@ -79,6 +88,8 @@ func exitCode(w io.Writer, err error) int {
 		return exitInterrupted
 	case errors.As(err, &usage):
 		return exitUsage
+	case errors.As(err, new(*leftOutError)):
+		return exitFailure
 	case errors.Is(err, cas.ErrNotFound):
 		return exitNotFound
 	case errors.Is(err, cas.ErrConflict):

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
 )
 
@@ -231,5 +232,66 @@ func TestWorkflowErrors(t *testing.T) {
 	h := e.okHash("", "cas", "put-text", "x")
 	if r := e.run("", "workflow", "show", h.String()); r.code != 1 || !strings.Contains(r.stderr, "not a workflow node") {
 		t.Errorf("workflow show <content node>: %v", r)
+	}
+}
+
+// TestWorkflowListPastDamage: a workflow whose ref cannot be read, or
+// whose node is missing or corrupt, is left out of workflow list and named
+// on stderr; the others are printed (text and --json), and the exit status
+// is 1. After the damage is repaired, the list is whole again.
+func TestWorkflowListPastDamage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(e *env, ref string, node cas.Hash)
+		want   string // on stderr, besides the workflow's name
+	}{
+		{"bad ref", func(e *env, ref string, _ cas.Hash) { e.flipBits(e.refPath(ref)) }, "cannot be read"},
+		{"truncated ref", func(e *env, ref string, _ cas.Hash) { e.truncate(e.refPath(ref)) }, "cannot be read"},
+		{"missing node", func(e *env, _ string, node cas.Hash) { e.remove(e.objectPath(node)) }, "not found"},
+		{"corrupt node", func(e *env, _ string, node cas.Hash) { e.flipBits(e.objectPath(node)) }, "corrupt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			hashes := map[string]cas.Hash{}
+			for _, name := range []string{"alpha", "beta", "gamma"} {
+				e.write(name+".yaml", strings.Replace(reviewLoop, "name: review-loop", "name: "+name, 1))
+				out := e.ok("", "workflow", "put", name+".yaml")
+				h, err := cas.ParseHash(strings.Fields(out)[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				hashes[name] = h
+			}
+			whole := e.ok("", "workflow", "list")
+			wholeJSON := e.ok("", "workflow", "list", "--json")
+			data := e.readFile(e.objectPath(hashes["beta"]))
+			tc.damage(e, "workflows/beta", hashes["beta"])
+
+			var rest []string
+			for _, l := range strings.SplitAfter(whole, "\n") {
+				if !strings.HasPrefix(l, "beta ") {
+					rest = append(rest, l)
+				}
+			}
+			r := e.run("", "workflow", "list")
+			if r.code != 1 || r.stdout != strings.Join(rest, "") ||
+				!strings.Contains(r.stderr, "beta") || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "alpha") {
+				t.Errorf("workflow list with beta damaged: %v\nwant exit 1, stdout:\n%s\nand stderr naming beta (%q)", r, strings.Join(rest, ""), tc.want)
+			}
+			r = e.run("", "workflow", "list", "--json")
+			if r.code != 1 || strings.Contains(r.stdout, "beta") || !strings.Contains(r.stdout, `"name":"alpha"`) || !strings.Contains(r.stdout, `"name":"gamma"`) {
+				t.Errorf("workflow list --json with beta damaged: %v", r)
+			}
+
+			// Repair: the ref from its log, the node from its bytes.
+			if strings.Contains(tc.name, "ref") {
+				e.ok("", "cas", "ref", "restore", "workflows/beta")
+			} else {
+				e.writeFile(e.objectPath(hashes["beta"]), data)
+			}
+			if got := e.ok("", "workflow", "list", "--json"); got != wholeJSON {
+				t.Errorf("workflow list --json after the repair:\n%s\nwant:\n%s", got, wholeJSON)
+			}
+		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // PromptParts are the pieces of one prompt, as [Assemble] lays them out.

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // Synth is an agent that makes up schema-valid outputs, deterministically,

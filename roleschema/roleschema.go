@@ -3,45 +3,14 @@ package roleschema
 import (
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/uncaged/uwf/internal/jsonpointer"
 )
 
 // maxHops bounds how many "$ref"s Resolve follows, and how deep Merge
 // recurses, so a cyclic schema cannot loop.
 const maxHops = 32
-
-// Lookup returns the value at a JSON pointer ("" or "#" for the root, "/a/0",
-// "#/$defs/x") inside root, and whether it exists.
-func Lookup(root any, ptr string) (any, bool) {
-	ptr = strings.TrimPrefix(ptr, "#")
-	if ptr == "" {
-		return root, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	v := root
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[seg]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
 
 // Resolve follows node's local "$ref" (a JSON pointer into root, such as
 // "#/$defs/x") until it reaches a schema without one, and returns that
@@ -58,7 +27,7 @@ func Resolve(root, node any) any {
 		if !ok || !strings.HasPrefix(ref, "#") {
 			return node
 		}
-		target, ok := Lookup(root, ref)
+		target, ok := jsonpointer.Lookup(root, ref)
 		if !ok {
 			return node
 		}
@@ -101,7 +70,7 @@ func merge(root, node any, depth int) map[string]any {
 			out[k] = n[k]
 		}
 		if ref, ok := n["$ref"].(string); ok {
-			if target, ok := Lookup(root, ref); ok && strings.HasPrefix(ref, "#") {
+			if target, ok := jsonpointer.Lookup(root, ref); ok && strings.HasPrefix(ref, "#") {
 				mergeInto(root, out, merge(root, target, depth+1), &rest)
 			} else {
 				out["$ref"] = ref
@@ -261,113 +230,6 @@ func typeList(v any) []any {
 func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
-}
-
-// Variant is one branch of a schema's top-level "oneOf" or "anyOf".
-type Variant struct {
-	Index    int            // its index in the union, as in the schema path "/oneOf/<Index>"
-	Schema   map[string]any // the branch merged with the keywords beside the union
-	Statuses []string       // the statuses the branch pins (see [StatusesOf]); nil if none
-}
-
-// Variants returns the keyword ("oneOf" or "anyOf") and the branches of the
-// union at the top of root (after [Merge]), each merged with the keywords
-// beside the union. It returns "", nil when root has no such union.
-func Variants(root any) (string, []Variant) {
-	m := Merge(root, root)
-	for _, kw := range []string{"oneOf", "anyOf"} {
-		branches, ok := m[kw].([]any)
-		if !ok {
-			continue
-		}
-		parent := make(map[string]any, len(m))
-		for k, v := range m {
-			if k != kw {
-				parent[k] = v
-			}
-		}
-		out := make([]Variant, len(branches))
-		for i, b := range branches {
-			vm := Merge(root, map[string]any{"allOf": []any{parent, b}})
-			out[i] = Variant{Index: i, Schema: vm, Statuses: StatusesOf(root, vm)}
-		}
-		return kw, out
-	}
-	return "", nil
-}
-
-// Statuses returns the string values root allows for the "status" field of
-// its output, in schema order without repeats: its const, its enum, or
-// those of the variants of a top-level oneOf/anyOf. It returns nil when
-// root does not pin status to strings.
-func Statuses(root any) []string {
-	if _, variants := Variants(root); variants != nil {
-		var out []string
-		for _, v := range variants {
-			for _, s := range v.Statuses {
-				if !slices.Contains(out, s) {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	return StatusesOf(root, Merge(root, root))
-}
-
-// StatusesOf returns the string values an object schema m (already
-// merged) pins its "status" property to: a const, an enum (intersected
-// with a const if both), or a oneOf/anyOf of those. nil when unpinned.
-func StatusesOf(root any, m map[string]any) []string {
-	props, _ := m["properties"].(map[string]any)
-	p, ok := props["status"]
-	if !ok {
-		return nil
-	}
-	return pinned(root, Merge(root, p), 0)
-}
-
-func pinned(root any, p map[string]any, depth int) []string {
-	if depth > maxHops {
-		return nil
-	}
-	enum, hasEnum := p["enum"].([]any)
-	if c, ok := p["const"]; ok {
-		s, isStr := c.(string)
-		if !isStr || (hasEnum && !slices.Contains(enum, c)) {
-			return []string{}
-		}
-		return []string{s}
-	}
-	if hasEnum {
-		out := []string{}
-		for _, e := range enum {
-			if s, ok := e.(string); ok && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	for _, kw := range []string{"oneOf", "anyOf"} {
-		branches, ok := p[kw].([]any)
-		if !ok {
-			continue
-		}
-		var out []string
-		for _, b := range branches {
-			got := pinned(root, Merge(root, b), depth+1)
-			if got == nil {
-				return nil
-			}
-			for _, s := range got {
-				if !slices.Contains(out, s) {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // OrderedKeys returns the property names of an object schema in the order

@@ -33,8 +33,9 @@ type Reading struct {
 //     ({"oneOf": [{"const": "a"}, {"const": "b"}]}) alike;
 //   - several of these together give the strings all of them allow;
 //   - a false schema, a "type" without "string", a "not" of every value,
-//     and strings cut by "not", "pattern", "minLength" or "maxLength" drop
-//     out.
+//     and strings cut by "not" (of the status, or of an object schema
+//     holding only properties.status), "pattern", "minLength" or
+//     "maxLength" drop out.
 //
 // Keywords it does not read (format, if/then/else, ...) can only narrow
 // the set further, so a status it returns may still fail there; callers
@@ -170,6 +171,16 @@ func (r *reader) object(node any, depth int) set {
 	if props, ok := m["properties"].(map[string]any); ok {
 		if p, ok := props["status"]; ok {
 			s = r.value(p, depth+1)
+		}
+	}
+	if n, ok := m["not"]; ok {
+		// {"not": {"properties": {"status": X}}} forbids the statuses X
+		// allows (and its absence); with any other keyword it says less.
+		nm := Merge(r.root, n)
+		if props, ok := nm["properties"].(map[string]any); ok && len(nm) == 1 && len(props) == 1 && props["status"] != nil {
+			if excluded := r.value(props["status"], depth+1); !excluded.all {
+				s = s.filter(func(v string) bool { return !slices.Contains(excluded.vals, v) })
+			}
 		}
 	}
 	return s.and(r.unions(m, depth, r.object))

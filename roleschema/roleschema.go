@@ -46,10 +46,19 @@ func Resolve(root, node any) any {
 // and {} give an empty map; false gives {"not": {}}. The result is new;
 // nested schemas are shared with node, not copied.
 func Merge(root, node any) map[string]any {
-	return merge(root, node, 0)
+	return (&merger{root: root}).merge(node, 0)
 }
 
-func merge(root, node any, depth int) map[string]any {
+// merger merges the schemas of one document, once each: a schema reached
+// again (two "$ref"s to one definition, allOf members naming it) reuses
+// its merged form, so work stays linear in the document's size however
+// its references fan out.
+type merger struct {
+	root any
+	done map[uintptr]map[string]any // by the address of a schema object of root
+}
+
+func (g *merger) merge(node any, depth int) map[string]any {
 	switch n := node.(type) {
 	case bool:
 		if !n {
@@ -59,6 +68,10 @@ func merge(root, node any, depth int) map[string]any {
 	case map[string]any:
 		if depth > maxHops {
 			return n
+		}
+		key := addr(n)
+		if m, ok := g.done[key]; ok {
+			return m
 		}
 		out := map[string]any{}
 		var rest []any
@@ -70,30 +83,41 @@ func merge(root, node any, depth int) map[string]any {
 			out[k] = n[k]
 		}
 		if ref, ok := n["$ref"].(string); ok {
-			if target, ok := jsonpointer.Lookup(root, ref); ok && strings.HasPrefix(ref, "#") {
-				mergeInto(root, out, merge(root, target, depth+1), &rest)
+			if target, ok := jsonpointer.Lookup(g.root, ref); ok && strings.HasPrefix(ref, "#") {
+				mergeInto(out, g.merge(target, depth+1), &rest)
 			} else {
 				out["$ref"] = ref
 			}
 		}
 		if all, ok := n["allOf"].([]any); ok {
 			for _, member := range all {
-				mergeInto(root, out, merge(root, member, depth+1), &rest)
+				mergeInto(out, g.merge(member, depth+1), &rest)
 			}
 		}
 		if len(rest) > 0 {
 			out["allOf"] = rest
 		}
+		if g.done == nil {
+			g.done = map[uintptr]map[string]any{}
+		}
+		g.done[key] = out
 		return out
 	}
 	return map[string]any{}
 }
 
+// addr identifies a schema object by its address (maps are never moved).
+func addr(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
 // mergeInto folds src into dst (both already merged), appending to rest
 // what it cannot fold.
-func mergeInto(root any, dst, src map[string]any, rest *[]any) {
+func mergeInto(dst, src map[string]any, rest *[]any) {
 	for _, k := range sortedKeys(src) {
 		sv := src[k]
+		if k == "allOf" { // what src could not fold stays unfolded
+			*rest = append(*rest, asSlice(sv)...)
+			continue
+		}
 		dv, has := dst[k]
 		if !has {
 			dst[k] = sv

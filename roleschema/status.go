@@ -41,7 +41,7 @@ type Reading struct {
 // the set further, so a status it returns may still fail there; callers
 // validate outputs with cas.
 func Read(root any) Reading {
-	r := &reader{root: root}
+	r := newReader(root)
 	s := r.object(root, 0)
 	out := Reading{Pinned: !s.all, NonString: r.nonString}
 	if !s.all {
@@ -61,7 +61,7 @@ func Statuses(root any) []string { return Read(root).Statuses }
 // StatusesOf is [Statuses] for m, a schema inside root (a [Variant]'s, for
 // instance): its "$ref"s resolve against root.
 func StatusesOf(root any, m map[string]any) []string {
-	r := &reader{root: root}
+	r := newReader(root)
 	s := r.object(m, 0)
 	if s.all {
 		return nil
@@ -152,10 +152,38 @@ func (s set) filter(keep func(string) bool) set {
 	return set{vals: out}
 }
 
-// reader reads statuses in one schema, noting the non-string literals.
+// reader reads statuses in one schema, noting the non-string literals. It
+// reads each schema object once (see [merger]).
 type reader struct {
 	root      any
+	m         *merger
+	done      map[readKey]set
 	nonString []any
+}
+
+// readKey names a schema object read as an output (obj) or as a status.
+type readKey struct {
+	addr uintptr
+	obj  bool
+}
+
+func newReader(root any) *reader {
+	return &reader{root: root, m: &merger{root: root}, done: map[readKey]set{}}
+}
+
+// memo returns the set read for node before, or reads it with read.
+func (r *reader) memo(node any, obj bool, read func() set) set {
+	n, ok := node.(map[string]any)
+	if !ok {
+		return read()
+	}
+	k := readKey{addr(n), obj}
+	if s, ok := r.done[k]; ok {
+		return s
+	}
+	s := read()
+	r.done[k] = s
+	return s
 }
 
 // object returns the statuses an output schema allows in its "status".
@@ -163,7 +191,11 @@ func (r *reader) object(node any, depth int) set {
 	if depth > maxHops {
 		return anyString
 	}
-	m := Merge(r.root, node)
+	return r.memo(node, true, func() set { return r.readObject(node, depth) })
+}
+
+func (r *reader) readObject(node any, depth int) set {
+	m := r.m.merge(node, 0)
 	if never(m) {
 		return set{}
 	}
@@ -176,7 +208,7 @@ func (r *reader) object(node any, depth int) set {
 	if n, ok := m["not"]; ok {
 		// {"not": {"properties": {"status": X}}} forbids the statuses X
 		// allows (and its absence); with any other keyword it says less.
-		nm := Merge(r.root, n)
+		nm := r.m.merge(n, 0)
 		if props, ok := nm["properties"].(map[string]any); ok && len(nm) == 1 && len(props) == 1 && props["status"] != nil {
 			if excluded := r.value(props["status"], depth+1); !excluded.all {
 				s = s.filter(func(v string) bool { return !slices.Contains(excluded.vals, v) })
@@ -211,7 +243,11 @@ func (r *reader) value(node any, depth int) set {
 	if depth > maxHops {
 		return anyString
 	}
-	m := Merge(r.root, node)
+	return r.memo(node, false, func() set { return r.readValue(node, depth) })
+}
+
+func (r *reader) readValue(node any, depth int) set {
+	m := r.m.merge(node, 0)
 	if never(m) {
 		return set{}
 	}

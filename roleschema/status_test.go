@@ -2,6 +2,7 @@ package roleschema_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -66,5 +67,33 @@ func TestStatusesOfVariants(t *testing.T) {
 	}
 	if got := roleschema.StatusesOf(root, map[string]any{"properties": map[string]any{"x": map[string]any{}}}); got != nil {
 		t.Errorf("StatusesOf(unpinned) = %#v, want nil", got)
+	}
+}
+
+// fanOut returns a schema whose status is a chain of n definitions, each
+// naming the next twice through kw: read naively, 2^n visits.
+func fanOut(kw string, n int) any {
+	defs := map[string]any{}
+	for i := range n {
+		ref := func() any { return map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", i+1)} }
+		defs[fmt.Sprintf("d%d", i)] = map[string]any{kw: []any{ref(), ref()}}
+	}
+	defs[fmt.Sprintf("d%d", n)] = map[string]any{"const": "x"}
+	return map[string]any{"$defs": defs, "properties": map[string]any{"status": map[string]any{"$ref": "#/$defs/d0"}}}
+}
+
+// TestReadFanOut checks that a schema whose references fan out is read
+// once per schema object: the allocations stay linear in its size where a
+// naive reading would make 2^n visits.
+func TestReadFanOut(t *testing.T) { // not parallel: it counts allocations
+	for _, kw := range []string{"allOf", "oneOf", "anyOf"} {
+		schema := fanOut(kw, 15)
+		want := []string{"x"}
+		if got := roleschema.Statuses(schema); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Statuses = %q, want %q", kw, got, want)
+		}
+		if allocs := testing.AllocsPerRun(1, func() { roleschema.Read(schema) }); allocs > 2000 {
+			t.Errorf("%s: Read made %.0f allocations for 15 definitions: not linear", kw, allocs)
+		}
 	}
 }

@@ -13,10 +13,6 @@ import (
 // statuses sorted for messages, and prompt fields looked up in the
 // variants that hold an edge's status.
 
-// maxSchemaDepth bounds how deep unions are expanded while looking fields
-// up, so a recursive schema cannot loop.
-const maxSchemaDepth = 32
-
 // statusInfo is what a role schema says about its status.
 type statusInfo struct {
 	roleschema.Reading
@@ -49,19 +45,19 @@ func (si statusInfo) statuses() []string {
 
 // scopes returns the schemas a prompt field of an edge for status must be
 // in: every variant that may output status when the schema is a union of
-// pinned variants, else the whole schema. Each scope is a merged schema
-// with the branches of its unions (a field in any branch counts).
+// pinned variants, else the whole schema. Each scope is a schema with the
+// branches of its unions (a field in any branch counts).
 func (si statusInfo) scopes(status string) [][]map[string]any {
 	if si.Pinned && si.kw != "" {
 		var out [][]map[string]any
 		for _, v := range si.variants {
 			if slices.Contains(v.Statuses, status) {
-				out = append(out, withBranches(si.root, []map[string]any{v.Schema}, 0))
+				out = append(out, roleschema.Alternatives(si.root, v.Schema))
 			}
 		}
 		return out
 	}
-	return [][]map[string]any{withBranches(si.root, []map[string]any{roleschema.Merge(si.root, si.root)}, 0)}
+	return [][]map[string]any{roleschema.Alternatives(si.root, si.root)}
 }
 
 // findField follows a template path through properties (and items, for a
@@ -70,53 +66,29 @@ func (si statusInfo) scopes(status string) [][]map[string]any {
 func findField(root any, ps []map[string]any, segs []string) int {
 	cur := ps
 	for i, seg := range segs {
-		var next []map[string]any
+		var next []any
 		idx, isIndex := index(seg)
 		for _, p := range cur {
 			if props, ok := p["properties"].(map[string]any); ok {
 				if s, ok := props[seg]; ok {
-					next = append(next, roleschema.Merge(root, s))
+					next = append(next, s)
 				}
 			}
 			if isIndex {
 				if pi, ok := p["prefixItems"].([]any); ok && idx < len(pi) {
-					next = append(next, roleschema.Merge(root, pi[idx]))
+					next = append(next, pi[idx])
 				}
 				if it, ok := p["items"]; ok {
-					next = append(next, roleschema.Merge(root, it))
+					next = append(next, it)
 				}
 			}
 		}
 		if len(next) == 0 {
 			return i
 		}
-		cur = withBranches(root, next, 0)
+		cur = roleschema.Alternatives(root, next...)
 	}
 	return -1
-}
-
-// withBranches adds to the merged schemas ms the branches of their
-// oneOf/anyOf unions (and of those Merge kept under allOf), recursively,
-// merged.
-func withBranches(root any, ms []map[string]any, depth int) []map[string]any {
-	out := slices.Clone(ms)
-	if depth > maxSchemaDepth {
-		return out
-	}
-	for _, m := range ms {
-		var branches []any
-		for _, kw := range []string{"oneOf", "anyOf"} {
-			b, _ := m[kw].([]any)
-			branches = append(branches, b...)
-		}
-		if rest, ok := m["allOf"].([]any); ok {
-			branches = append(branches, rest...)
-		}
-		for _, b := range branches {
-			out = append(out, withBranches(root, []map[string]any{roleschema.Merge(root, b)}, depth+1)...)
-		}
-	}
-	return out
 }
 
 // propertyNames lists the property names of ps, sorted.

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,5 +66,29 @@ graph:
 				}
 			}
 		})
+	}
+}
+
+// TestStatusesFanOut validates a workflow whose role schema names each of
+// 30 definitions twice from the one before: read naively, 2^30 shapes.
+// Validation reads each schema object once, so its allocations stay those
+// of a small workflow.
+func TestStatusesFanOut(t *testing.T) { // not parallel: it counts allocations
+	var b strings.Builder
+	b.WriteString("name: fan\nroles:\n  worker:\n    frontmatter:\n      $ref: '#/$defs/d0'\n      $defs:\n")
+	const n = 30
+	for i := range n {
+		fmt.Fprintf(&b, "        d%d: { anyOf: [{ $ref: '#/$defs/d%d' }, { $ref: '#/$defs/d%d' }] }\n", i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, "        d%d: { type: object, required: [status], properties: { status: { const: done }, note: { type: string } } }\n", n)
+	b.WriteString("graph:\n  $START: { new: { role: worker, prompt: Go. } }\n  worker: { done: { role: $END, prompt: \"{{note}} {{nope}}\" } }\n")
+	data := []byte(b.String())
+	want := `wf.yaml:40:41: graph.worker.done.prompt: field "nope" is not in the worker schema for status "done" (its properties: note, status)`
+	_, err := registry.Parse("wf.yaml", data)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse = %v\nwant %s", err, want)
+	}
+	if allocs := testing.AllocsPerRun(1, func() { _, _ = registry.Parse("wf.yaml", data) }); allocs > 100000 {
+		t.Errorf("Parse made %.0f allocations: not linear in the schema", allocs)
 	}
 }

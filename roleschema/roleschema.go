@@ -292,3 +292,40 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Alternatives merges nodes (schemas within root) and adds, merged, every
+// branch of their "oneOf"/"anyOf" unions (and of those [Merge] kept under
+// "allOf"), recursively: the shapes an instance may take, for finding a
+// field that counts when any branch has it. Each schema object is taken
+// once, so the result stays linear in root's size however its references
+// fan out.
+func Alternatives(root any, nodes ...any) []map[string]any {
+	g := &merger{root: root}
+	seen := map[uintptr]bool{}
+	var out []map[string]any
+	var add func(node any, depth int)
+	add = func(node any, depth int) {
+		if n, ok := node.(map[string]any); ok {
+			if seen[addr(n)] {
+				return
+			}
+			seen[addr(n)] = true
+		}
+		m := g.merge(node, 0)
+		out = append(out, m)
+		if depth >= maxHops {
+			return
+		}
+		var branches []any
+		for _, kw := range []string{"oneOf", "anyOf", "allOf"} {
+			branches = append(branches, asSlice(m[kw])...)
+		}
+		for _, b := range branches {
+			add(b, depth+1)
+		}
+	}
+	for _, n := range nodes {
+		add(n, 0)
+	}
+	return out
+}

@@ -3,6 +3,8 @@ package roleschema_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/uncaged/uwf/roleschema"
@@ -93,5 +95,28 @@ func TestResolveOrder(t *testing.T) {
 	}
 	if got := roleschema.Types(map[string]any{"type": []any{"string", "null"}}); !reflect.DeepEqual(got, []string{"string", "null"}) {
 		t.Errorf("Types() = %q", got)
+	}
+}
+
+func TestAlternatives(t *testing.T) {
+	t.Parallel()
+	root := doc(t, `{"$defs": {"b": {"properties": {"b": {}}, "anyOf": [{"properties": {"c": {}}}]}},
+		"properties": {"a": {}},
+		"oneOf": [{"$ref": "#/$defs/b"}, {"$ref": "#/$defs/b"}, {"properties": {"d": {}}}]}`)
+	var names []string
+	for _, m := range roleschema.Alternatives(root, root) {
+		props, _ := m["properties"].(map[string]any)
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		names = append(names, strings.Join(keys, "+"))
+	}
+	// The root, each branch (the two $refs are two objects, but the
+	// definition's own anyOf branch is taken once), then "d".
+	want := []string{"a", "b", "c", "b", "d"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("Alternatives() properties = %q, want %q", names, want)
 	}
 }

@@ -2,11 +2,12 @@ package agent
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // PromptParts are the pieces of one prompt, as [Assemble] lays them out.
@@ -75,9 +76,12 @@ func FormatInstruction(schema any) string {
 	case schema == nil:
 		b.WriteString("\nFields: any, as a YAML mapping.\n")
 	case variants != nil:
+		// A variant pinned to no status (its status cut away by the
+		// keywords beside the union) can never validate: it is left out.
+		variants = slices.DeleteFunc(slices.Clone(variants), func(v roleschema.Variant) bool { return v.Statuses != nil && len(v.Statuses) == 0 })
 		byStatus := true
 		for _, v := range variants {
-			if len(v.Statuses) == 0 {
+			if v.Statuses == nil {
 				byStatus = false
 			}
 		}

@@ -228,3 +228,21 @@ func FuzzWriteYAML(f *testing.F) {
 		}
 	})
 }
+
+// TestFormatInstructionSkipsImpossibleVariants checks that a variant whose
+// status the keywords beside the union cut away (it can never validate) is
+// not shown, and the others are still described by status.
+func TestFormatInstructionSkipsImpossibleVariants(t *testing.T) {
+	t.Parallel()
+	got := agent.FormatInstruction(mustYAML(t, `{type: object, required: [status],
+  properties: {status: {enum: [ok, again]}},
+  oneOf: [{properties: {status: {const: ok}}}, {properties: {status: {const: never}}}, {properties: {status: {const: again}}}]}`))
+	for _, want := range []string{"### Status `ok`\n", "### Status `again`\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("format instruction lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never") || strings.Contains(got, "### Shape") {
+		t.Errorf("format instruction shows the impossible variant:\n%s", got)
+	}
+}

@@ -15,7 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/internal/jsonpointer"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // Synth is an agent that makes up schema-valid outputs, deterministically,
@@ -28,8 +29,8 @@ import (
 // Run picks the status req.Statuses[req.RoleRuns % len(req.Statuses)], so
 // that successive runs of a role walk its statuses in turn and a workflow's
 // loops are exercised; with no Statuses given, it walks those the schema
-// pins (its status const or enum, or those of its oneOf/anyOf variants), in
-// schema order.
+// pins as [roleschema.Read] reads them (the one reading workflow validation
+// uses too), in schema order.
 //
 // # Generation
 //
@@ -390,7 +391,7 @@ func (g *generator) object(m map[string]any, spath, ipath, name string, depth in
 			}
 			continue
 		}
-		v, err := g.gen(props[k], spath+"/properties/"+escapePointer(k), ipath+"/"+escapePointer(k), join(name, k), depth+1)
+		v, err := g.gen(props[k], spath+"/properties/"+jsonpointer.Escape(k), ipath+"/"+jsonpointer.Escape(k), join(name, k), depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +408,7 @@ func (g *generator) object(m map[string]any, spath, ipath, name string, depth in
 		if apFalse {
 			return nil, &genError{spath + "/required", "required property " + strconv.Quote(k) + " is not allowed by additionalProperties false"}
 		}
-		v, err := g.gen(orAny(ap, hasAP), spath+"/additionalProperties", ipath+"/"+escapePointer(k), join(name, k), depth+1)
+		v, err := g.gen(orAny(ap, hasAP), spath+"/additionalProperties", ipath+"/"+jsonpointer.Escape(k), join(name, k), depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -420,7 +421,7 @@ func (g *generator) object(m map[string]any, spath, ipath, name string, depth in
 			var sp string
 			if len(skipped) > 0 {
 				k, skipped = skipped[0], skipped[1:]
-				node, sp = props[k], spath+"/properties/"+escapePointer(k)
+				node, sp = props[k], spath+"/properties/"+jsonpointer.Escape(k)
 			} else if !apFalse {
 				k, node, sp = "field"+strconv.Itoa(i+1), orAny(ap, hasAP), spath+"/additionalProperties"
 				if _, taken := out[k]; taken {
@@ -429,7 +430,7 @@ func (g *generator) object(m map[string]any, spath, ipath, name string, depth in
 			} else {
 				return nil, &genError{spath + "/minProperties", fmt.Sprintf("minProperties %s needs more properties than the schema allows", fmtNum(minP))}
 			}
-			v, err := g.gen(node, sp, ipath+"/"+escapePointer(k), join(name, k), depth+1)
+			v, err := g.gen(node, sp, ipath+"/"+jsonpointer.Escape(k), join(name, k), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -765,9 +766,4 @@ func rangeWords(lo float64, loEx, hasLo bool, hi float64, hiEx, hasHi bool) stri
 		hs = fmtNum(hi)
 	}
 	return l + ls + ", " + hs + r
-}
-
-// escapePointer escapes a JSON pointer segment.
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/internal/jsonpointer"
 )
 
 // Draft2020 is the only JSON Schema dialect uwf accepts as a "$schema".
@@ -399,7 +399,7 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, emptyEnums m
 		if v.SchemaPath == "" {
 			v.SchemaPath = "/"
 		}
-		v.Value, _ = roleschema.Lookup(payload, ve.InstanceLocation)
+		v.Value, _ = jsonpointer.Lookup(payload, ve.InstanceLocation)
 		for _, o := range *out {
 			if o.Path == v.Path && o.SchemaPath == v.SchemaPath && o.Message == v.Message {
 				return

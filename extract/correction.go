@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/jsonpointer"
 )
 
 // CorrectionPrompt returns the text package thread puts in the prompt of a
@@ -51,7 +52,7 @@ func problem(v cas.Violation) string {
 func dotted(ptr string) string {
 	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	for i, s := range segs {
-		segs[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		segs[i] = jsonpointer.Unescape(s)
 	}
 	return strings.Join(segs, ".")
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // How an [Output] was obtained.

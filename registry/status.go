@@ -2,46 +2,23 @@ package registry
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/roleschema"
 )
 
-// How a role schema pins its status (docs/WORKFLOWS.md, "Statuses"):
-//
-//   - properties.status has a const or an enum (after following a local
-//     $ref, and through allOf): one variant;
-//   - or the schema has a oneOf (else an anyOf) whose every branch pins
-//     status that way: one variant per branch, each seeing the schema's own
-//     properties and the branch's. If the schema pins status too, each
-//     branch's statuses are cut down to those.
-//
-// Prompt fields are looked up in the variants that hold the edge's status.
-
-// maxSchemaDepth bounds $ref and allOf chains followed while reading a
-// schema.
-const maxSchemaDepth = 32
-
-// variant is one shape of a role's output: the statuses it pins and the
-// schemas whose properties it has.
-type variant struct {
-	statuses []string
-	parts    []map[string]any
-}
+// How a role schema pins its status is package roleschema's to say
+// (docs/WORKFLOWS.md, "Statuses"): validation, the agents and extract read
+// it the same way. This file adds what validation needs on top: the
+// statuses sorted for messages, and prompt fields looked up in the
+// variants that hold an edge's status.
 
 // statusInfo is what a role schema says about its status.
 type statusInfo struct {
-	variants  []variant
-	pinned    bool
-	nonString []any            // const/enum values that are not strings
-	all       []map[string]any // every part, branches included, for lenient lookups
-	root      any              // the schema as plain JSON values
-}
-
-func variants(schema any) ([]variant, bool) {
-	si := analyse(schema)
-	return si.variants, si.pinned
+	roleschema.Reading
+	root     any                  // the schema as plain JSON values
+	kw       string               // "oneOf" or "anyOf" when the schema is a union of variants
+	variants []roleschema.Variant // its variants
 }
 
 // analyse reads how schema pins the status. A schema built in Go with
@@ -51,142 +28,37 @@ func analyse(schema any) statusInfo {
 	if v, err := cas.ToValue(schema); err == nil {
 		schema = v
 	}
-	si := statusInfo{root: schema}
-	base := parts(schema, schema, 0)
-	si.all = slices.Clone(base)
-	top, topFound := pin(schema, base, &si)
-	var branches []any
-	for _, p := range base {
-		if b, ok := p["oneOf"].([]any); ok {
-			branches = b
-			break
-		}
-	}
-	if branches == nil {
-		for _, p := range base {
-			if b, ok := p["anyOf"].([]any); ok {
-				branches = b
-				break
-			}
-		}
-	}
-	var vs []variant
-	allPinned := len(branches) > 0
-	for _, b := range branches {
-		bp := parts(schema, b, 0)
-		si.all = append(si.all, bp...)
-		st, ok := pin(schema, bp, &si)
-		if !ok {
-			allPinned = false
-			continue
-		}
-		if topFound {
-			st = slices.DeleteFunc(st, func(s string) bool { return !slices.Contains(top, s) })
-		}
-		vs = append(vs, variant{statuses: st, parts: append(slices.Clone(base), bp...)})
-	}
-	switch {
-	case allPinned:
-		si.variants, si.pinned = vs, true
-	case topFound:
-		si.variants, si.pinned = []variant{{statuses: top, parts: si.all}}, true
-	}
+	si := statusInfo{Reading: roleschema.Read(schema), root: schema}
+	si.kw, si.variants = roleschema.Variants(schema)
 	return si
 }
 
-// statuses returns the union of the variants' statuses, sorted.
+// statuses returns the statuses, sorted; nil when unpinned.
 func (si statusInfo) statuses() []string {
-	var out []string
-	for _, v := range si.variants {
-		out = append(out, v.statuses...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// parts returns s with the schemas it includes through a local $ref and
-// allOf, recursively; nil if s is not an object schema.
-func parts(root, s any, depth int) []map[string]any {
-	m, ok := s.(map[string]any)
-	if !ok || depth > maxSchemaDepth {
+	if !si.Pinned {
 		return nil
 	}
-	out := []map[string]any{m}
-	if ref, ok := m["$ref"].(string); ok {
-		out = append(out, parts(root, deref(root, ref), depth+1)...)
-	}
-	if all, ok := m["allOf"].([]any); ok {
-		for _, a := range all {
-			out = append(out, parts(root, a, depth+1)...)
-		}
-	}
+	out := slices.Clone(si.Statuses)
+	slices.Sort(out)
 	return out
 }
 
-// deref resolves a local $ref ("#", "#/$defs/x") in root; nil if it cannot.
-func deref(root any, ref string) any {
-	if ref == "#" {
-		return root
-	}
-	frag, ok := strings.CutPrefix(ref, "#/")
-	if !ok {
-		return nil
-	}
-	cur := root
-	for _, seg := range strings.Split(frag, "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			cur = c[seg]
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil
+// scopes returns the schemas a prompt field of an edge for status must be
+// in: every variant that may output status when the schema is a union of
+// pinned variants, else the whole schema. Each scope is a schema with the
+// branches of its unions (a field in any branch counts).
+func (si statusInfo) scopes(status string) [][]map[string]any {
+	if si.Pinned && si.kw != "" {
+		var out [][]map[string]any
+		for _, v := range si.variants {
+			if slices.Contains(v.Statuses, status) {
+				out = append(out, roleschema.Alternatives(si.root, v.Schema))
 			}
-			cur = c[i]
-		default:
-			return nil
 		}
+		return out
 	}
-	return cur
+	return [][]map[string]any{roleschema.Alternatives(si.root, si.root)}
 }
-
-// pin returns the statuses that the first properties.status among ps pins
-// with a const or an enum, and whether one does. Values that are not
-// strings are left out and noted in si.
-func pin(root any, ps []map[string]any, si *statusInfo) ([]string, bool) {
-	for _, p := range ps {
-		props, _ := p["properties"].(map[string]any)
-		st, ok := props["status"]
-		if !ok {
-			continue
-		}
-		for _, sp := range parts(root, st, 0) {
-			var vals []any
-			if c, ok := sp["const"]; ok {
-				vals = []any{c}
-			} else if e, ok := sp["enum"].([]any); ok {
-				vals = e
-			} else {
-				continue
-			}
-			var out []string
-			for _, v := range vals {
-				if s, ok := v.(string); ok {
-					out = append(out, s)
-				} else {
-					si.nonString = append(si.nonString, v)
-				}
-			}
-			slices.Sort(out)
-			return slices.Compact(out), true
-		}
-	}
-	return nil, false
-}
-
-// hasStatus reports whether v pins status.
-func (v variant) hasStatus(status string) bool { return slices.Contains(v.statuses, status) }
 
 // findField follows a template path through properties (and items, for a
 // numeric segment) of the schemas ps. It returns -1 if the path exists,
@@ -194,45 +66,29 @@ func (v variant) hasStatus(status string) bool { return slices.Contains(v.status
 func findField(root any, ps []map[string]any, segs []string) int {
 	cur := ps
 	for i, seg := range segs {
-		var next []map[string]any
+		var next []any
 		idx, isIndex := index(seg)
 		for _, p := range cur {
 			if props, ok := p["properties"].(map[string]any); ok {
 				if s, ok := props[seg]; ok {
-					next = append(next, parts(root, s, 0)...)
+					next = append(next, s)
 				}
 			}
 			if isIndex {
 				if pi, ok := p["prefixItems"].([]any); ok && idx < len(pi) {
-					next = append(next, parts(root, pi[idx], 0)...)
+					next = append(next, pi[idx])
 				}
 				if it, ok := p["items"]; ok {
-					next = append(next, parts(root, it, 0)...)
+					next = append(next, it)
 				}
 			}
 		}
 		if len(next) == 0 {
 			return i
 		}
-		cur = withBranches(root, next)
+		cur = roleschema.Alternatives(root, next...)
 	}
 	return -1
-}
-
-// withBranches adds the parts of the oneOf and anyOf branches of ps: below
-// the top level, a field in any branch counts.
-func withBranches(root any, ps []map[string]any) []map[string]any {
-	out := ps
-	for _, p := range ps {
-		for _, kw := range []string{"oneOf", "anyOf"} {
-			if bs, ok := p[kw].([]any); ok {
-				for _, b := range bs {
-					out = append(out, parts(root, b, 0)...)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // propertyNames lists the property names of ps, sorted.

@@ -135,7 +135,7 @@ func (w *Workflow) check(ps *problems) {
 			if _, ok := w.Roles[from]; !ok {
 				ps.add(fromAt, "%s: unknown role %s (roles: %s)", path, strconv.Quote(from), roleList)
 			}
-		case pinned && si.pinned:
+		case pinned && si.Pinned:
 			for _, st := range si.statuses() {
 				if _, ok := w.Graph[from][st]; !ok && !reservedStatus(st) {
 					ps.add(fromAt, "%s: missing status %s", path, strconv.Quote(st))
@@ -171,7 +171,7 @@ func (w *Workflow) check(ps *problems) {
 			continue
 		}
 		if _, ok := w.Graph[name]; !ok {
-			if si, ok := info[name]; ok && si.pinned {
+			if si, ok := info[name]; ok && si.Pinned {
 				ps.add(at, "roles.%s: no graph entry (graph.%s must give its statuses: %s)", name, name, strings.Join(si.statuses(), ", "))
 			} else {
 				ps.add(at, "roles.%s: no graph entry", name)
@@ -220,16 +220,20 @@ func (w *Workflow) checkSchema(ps *problems, name string) (statusInfo, bool) {
 		return statusInfo{}, false
 	}
 	si := analyse(r.Frontmatter)
-	for _, v := range si.nonString {
+	for _, v := range si.NonString {
 		b, err := cas.Canonical(v)
 		if err != nil {
 			b = []byte(fmt.Sprint(v))
 		}
 		ps.add(at, "%s: status value %s is not a string", path, b)
 	}
-	if !si.pinned {
+	if !si.Pinned {
 		ps.add(at, "%s: the schema does not pin status to a const or an enum (nor is it a oneOf or anyOf of variants that each do)", path)
 		return si, true
+	}
+	if len(si.Statuses) == 0 {
+		ps.add(at, "%s: the schema admits no status for role %s: its const, enum and variants for status share no string value, so no output can validate", path, name)
+		return si, false
 	}
 	for _, st := range si.statuses() {
 		switch {
@@ -261,7 +265,7 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 		ps.add(at, "%s: a status may not be empty", path)
 	case from == moderator.Start && status != moderator.StatusNew:
 		ps.add(at, "%s: %s has only the status %q", path, moderator.Start, moderator.StatusNew)
-	case known && si.pinned && !slices.Contains(si.statuses(), status):
+	case known && si.Pinned && !slices.Contains(si.Statuses, status):
 		ps.add(at, "%s: status %s is not in the %s schema (%s)", path, strconv.Quote(status), from, strings.Join(si.statuses(), ", "))
 		known = false // no variant to look fields up in
 	}
@@ -309,30 +313,21 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	if !known {
 		return
 	}
-	var scopes []variant
+	scopes := si.scopes(status)
 	forStatus := ""
-	if si.pinned {
-		for _, v := range si.variants {
-			if v.hasStatus(status) {
-				scopes = append(scopes, v)
-			}
-		}
-		if len(si.variants) > 1 {
-			forStatus = " for status " + strconv.Quote(status)
-		}
-	} else {
-		scopes = []variant{{parts: si.all}}
+	if si.Pinned && len(si.variants) > 1 {
+		forStatus = " for status " + strconv.Quote(status)
 	}
 	for _, f := range fields {
 		segs := strings.Split(f, ".")
 		for _, v := range scopes {
-			i := findField(si.root, v.parts, segs)
+			i := findField(si.root, v, segs)
 			if i < 0 {
 				continue
 			}
 			var why string
 			if i == 0 {
-				why = "its properties: " + strings.Join(propertyNames(v.parts), ", ")
+				why = "its properties: " + strings.Join(propertyNames(v), ", ")
 			} else {
 				why = fmt.Sprintf("%s has no property %s", strconv.Quote(strings.Join(segs[:i], ".")), strconv.Quote(segs[i]))
 			}

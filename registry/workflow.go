@@ -58,16 +58,7 @@ func (w *Workflow) Statuses(role string) []string {
 	if !ok || r == nil {
 		return nil
 	}
-	vs, ok := variants(r.Frontmatter)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, v := range vs {
-		out = append(out, v.statuses...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return analyse(r.Frontmatter).statuses()
 }
 
 // RoleNames returns the names of w's roles, sorted. The caller owns the

@@ -20,19 +20,32 @@ func (e *Engine) Next(ctx context.Context, head cas.Hash) (Chain, error) {
 }
 
 // next returns the chain fields of a node that follows head: its depth,
-// prev, start and skip pointers. Skip pointers are computed by doubling:
-// the ancestor at 2^k is the 2^(k-1) ancestor of the 2^(k-1) ancestor, so
-// at most MaxSkip nodes are read (and those come from the cache when the
-// thread is being stepped).
+// prev, start and skip pointers (at most MaxSkip nodes are read, and those
+// come from the cache when the thread is being stepped).
 func (e *Engine) next(ctx context.Context, head *Node) (Chain, error) {
 	c := Chain{Start: head.StartHash(), Depth: head.Depth() + 1}
 	if head.Kind == KindStart {
 		return c, nil
 	}
 	c.Prev = head.Hash
-	// anc is the ancestor of the new node at distance 2^(k-1).
-	anc := head
-	for k := 1; k <= MaxSkip && c.Depth-(1<<k) >= 1; k++ {
+	skip, err := skipPointers(c.Depth, head, func(h cas.Hash) (*Node, error) { return e.Node(ctx, h) })
+	if err != nil {
+		return Chain{}, err
+	}
+	c.Skip = skip
+	return c, nil
+}
+
+// skipPointers derives the skip pointers of a node at depth whose prev is
+// prev, by doubling: the ancestor at 2^k is the 2^(k-1) ancestor of the
+// 2^(k-1) ancestor, so at most MaxSkip nodes are read through get. Writing
+// a node ([Engine.Next]) and checking one (fsck) both use it. On an error
+// it also returns the pointers derived before it.
+func skipPointers(depth int, prev *Node, get func(cas.Hash) (*Node, error)) ([]cas.Hash, error) {
+	var skip []cas.Hash
+	// anc is the ancestor of the node at distance 2^(k-1).
+	anc := prev
+	for k := 1; k <= MaxSkip && depth-(1<<k) >= 1; k++ {
 		// The ancestor at 2^k is anc's ancestor at 2^(k-1): for k = 1 its
 		// prev, else its skip[k-2].
 		ac := anc.Chain()
@@ -43,20 +56,20 @@ func (e *Engine) next(ctx context.Context, head *Node) (Chain, error) {
 			h = ac.Skip[k-2]
 		}
 		if h.IsZero() {
-			return Chain{}, fmt.Errorf("%w: %s: depth %d but no ancestor at distance %d", cas.ErrInvalid, anc.Hash, ac.Depth, 1<<(k-1))
+			return skip, fmt.Errorf("%w: %s: depth %d but no ancestor at distance %d", cas.ErrInvalid, anc.Hash, ac.Depth, 1<<(k-1))
 		}
-		c.Skip = append(c.Skip, h)
-		if k < MaxSkip && c.Depth-(1<<(k+1)) >= 1 {
+		skip = append(skip, h)
+		if k < MaxSkip && depth-(1<<(k+1)) >= 1 {
 			var err error
-			if anc, err = e.Node(ctx, h); err != nil {
-				return Chain{}, err
+			if anc, err = get(h); err != nil {
+				return skip, err
 			}
 			if anc.Kind == KindStart {
-				return Chain{}, fmt.Errorf("%w: skip pointer reaches the start node", cas.ErrInvalid)
+				return skip, fmt.Errorf("%w: skip pointer reaches the start node", cas.ErrInvalid)
 			}
 		}
 	}
-	return c, nil
+	return skip, nil
 }
 
 // Ancestor returns the node at the given depth on the chain ending at head

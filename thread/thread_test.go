@@ -574,6 +574,15 @@ func testFsckChainChecks(t *testing.T, te *tenv) {
 	if err := te.repo.Refs().CompareAndSwap(te.ctx, "threads/"+id, hs[5], bh, "tamper"); err != nil {
 		t.Fatal(err)
 	}
+	// A step whose skip pointers are those derivable, but the derivation
+	// breaks (its depth is wrong, so an ancestor lacks a pointer).
+	id2, hs2 := te.chain(5)
+	cut := &thread.Step{Chain: thread.Chain{Start: hs2[0], Prev: hs2[5], Skip: []cas.Hash{hs2[4], hs2[2]}, Depth: 9},
+		Role: "x", Output: te.out, Detail: te.det, Agent: "b"}
+	ch := te.put(cas.StepSchema, cut.Payload())
+	if err := te.repo.Refs().CompareAndSwap(te.ctx, "threads/"+id2, hs2[5], ch, "tamper"); err != nil {
+		t.Fatal(err)
+	}
 	// A thread ref pointing at a content node.
 	if err := te.repo.Refs().CompareAndSwap(te.ctx, "threads/01ARZ3NDEKTSV4RRFFQ69G5FAV", 0, te.out, "tamper"); err != nil {
 		t.Fatal(err)
@@ -590,6 +599,7 @@ func testFsckChainChecks(t *testing.T, te *tenv) {
 	for _, want := range []string{
 		bh.String() + ": chain: depth 9 does not follow prev " + hs[5].String() + " at depth 5 (reached from threads/" + id + ")",
 		bh.String() + ": chain: skip pointers [" + hs[2].String() + "], want [" + hs[4].String() + " " + hs[2].String() + "]",
+		ch.String() + ": chain: skip pointers [" + hs2[4].String() + " " + hs2[2].String() + "] cannot be checked: cas: invalid: " + hs2[2].String() + ": depth 2 but no ancestor at distance 4",
 		"ref threads/01ARZ3NDEKTSV4RRFFQ69G5FAV -> " + te.out.String() + ": ref: points at a node of type",
 	} {
 		if !strings.Contains(text, want) {

@@ -20,12 +20,13 @@ var allowed = map[string][]string{
 	"cas/disk":     {"cas"},
 	"cas/postgres": {"cas", "github.com/jackc/pgx/v5"},
 	"moderator":    {},
-	"extract":      {"cas"},
-	"agent":        {"cas"},
-	"registry":     {"cas", "moderator", "gopkg.in/yaml.v3"},
+	"roleschema":   {},
+	"extract":      {"cas", "roleschema"},
+	"agent":        {"cas", "roleschema"},
+	"registry":     {"cas", "moderator", "roleschema", "gopkg.in/yaml.v3"},
 	"examples":     {},
 	"thread":       {"cas", "registry", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
-	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "agent", "extract", "thread", "examples",
+	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "roleschema", "agent", "extract", "thread", "examples",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
 

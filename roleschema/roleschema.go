@@ -3,45 +3,14 @@ package roleschema
 import (
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/uncaged/uwf/internal/jsonpointer"
 )
 
 // maxHops bounds how many "$ref"s Resolve follows, and how deep Merge
 // recurses, so a cyclic schema cannot loop.
 const maxHops = 32
-
-// Lookup returns the value at a JSON pointer ("" or "#" for the root, "/a/0",
-// "#/$defs/x") inside root, and whether it exists.
-func Lookup(root any, ptr string) (any, bool) {
-	ptr = strings.TrimPrefix(ptr, "#")
-	if ptr == "" {
-		return root, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	v := root
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[seg]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
 
 // Resolve follows node's local "$ref" (a JSON pointer into root, such as
 // "#/$defs/x") until it reaches a schema without one, and returns that
@@ -58,7 +27,7 @@ func Resolve(root, node any) any {
 		if !ok || !strings.HasPrefix(ref, "#") {
 			return node
 		}
-		target, ok := Lookup(root, ref)
+		target, ok := jsonpointer.Lookup(root, ref)
 		if !ok {
 			return node
 		}
@@ -77,10 +46,19 @@ func Resolve(root, node any) any {
 // and {} give an empty map; false gives {"not": {}}. The result is new;
 // nested schemas are shared with node, not copied.
 func Merge(root, node any) map[string]any {
-	return merge(root, node, 0)
+	return (&merger{root: root}).merge(node, 0)
 }
 
-func merge(root, node any, depth int) map[string]any {
+// merger merges the schemas of one document, once each: a schema reached
+// again (two "$ref"s to one definition, allOf members naming it) reuses
+// its merged form, so work stays linear in the document's size however
+// its references fan out.
+type merger struct {
+	root any
+	done map[uintptr]map[string]any // by the address of a schema object of root
+}
+
+func (g *merger) merge(node any, depth int) map[string]any {
 	switch n := node.(type) {
 	case bool:
 		if !n {
@@ -90,6 +68,10 @@ func merge(root, node any, depth int) map[string]any {
 	case map[string]any:
 		if depth > maxHops {
 			return n
+		}
+		key := addr(n)
+		if m, ok := g.done[key]; ok {
+			return m
 		}
 		out := map[string]any{}
 		var rest []any
@@ -101,30 +83,41 @@ func merge(root, node any, depth int) map[string]any {
 			out[k] = n[k]
 		}
 		if ref, ok := n["$ref"].(string); ok {
-			if target, ok := Lookup(root, ref); ok && strings.HasPrefix(ref, "#") {
-				mergeInto(root, out, merge(root, target, depth+1), &rest)
+			if target, ok := jsonpointer.Lookup(g.root, ref); ok && strings.HasPrefix(ref, "#") {
+				mergeInto(out, g.merge(target, depth+1), &rest)
 			} else {
 				out["$ref"] = ref
 			}
 		}
 		if all, ok := n["allOf"].([]any); ok {
 			for _, member := range all {
-				mergeInto(root, out, merge(root, member, depth+1), &rest)
+				mergeInto(out, g.merge(member, depth+1), &rest)
 			}
 		}
 		if len(rest) > 0 {
 			out["allOf"] = rest
 		}
+		if g.done == nil {
+			g.done = map[uintptr]map[string]any{}
+		}
+		g.done[key] = out
 		return out
 	}
 	return map[string]any{}
 }
 
+// addr identifies a schema object by its address (maps are never moved).
+func addr(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
 // mergeInto folds src into dst (both already merged), appending to rest
 // what it cannot fold.
-func mergeInto(root any, dst, src map[string]any, rest *[]any) {
+func mergeInto(dst, src map[string]any, rest *[]any) {
 	for _, k := range sortedKeys(src) {
 		sv := src[k]
+		if k == "allOf" { // what src could not fold stays unfolded
+			*rest = append(*rest, asSlice(sv)...)
+			continue
+		}
 		dv, has := dst[k]
 		if !has {
 			dst[k] = sv
@@ -263,113 +256,6 @@ func asSlice(v any) []any {
 	return s
 }
 
-// Variant is one branch of a schema's top-level "oneOf" or "anyOf".
-type Variant struct {
-	Index    int            // its index in the union, as in the schema path "/oneOf/<Index>"
-	Schema   map[string]any // the branch merged with the keywords beside the union
-	Statuses []string       // the statuses the branch pins (see [StatusesOf]); nil if none
-}
-
-// Variants returns the keyword ("oneOf" or "anyOf") and the branches of the
-// union at the top of root (after [Merge]), each merged with the keywords
-// beside the union. It returns "", nil when root has no such union.
-func Variants(root any) (string, []Variant) {
-	m := Merge(root, root)
-	for _, kw := range []string{"oneOf", "anyOf"} {
-		branches, ok := m[kw].([]any)
-		if !ok {
-			continue
-		}
-		parent := make(map[string]any, len(m))
-		for k, v := range m {
-			if k != kw {
-				parent[k] = v
-			}
-		}
-		out := make([]Variant, len(branches))
-		for i, b := range branches {
-			vm := Merge(root, map[string]any{"allOf": []any{parent, b}})
-			out[i] = Variant{Index: i, Schema: vm, Statuses: StatusesOf(root, vm)}
-		}
-		return kw, out
-	}
-	return "", nil
-}
-
-// Statuses returns the string values root allows for the "status" field of
-// its output, in schema order without repeats: its const, its enum, or
-// those of the variants of a top-level oneOf/anyOf. It returns nil when
-// root does not pin status to strings.
-func Statuses(root any) []string {
-	if _, variants := Variants(root); variants != nil {
-		var out []string
-		for _, v := range variants {
-			for _, s := range v.Statuses {
-				if !slices.Contains(out, s) {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	return StatusesOf(root, Merge(root, root))
-}
-
-// StatusesOf returns the string values an object schema m (already
-// merged) pins its "status" property to: a const, an enum (intersected
-// with a const if both), or a oneOf/anyOf of those. nil when unpinned.
-func StatusesOf(root any, m map[string]any) []string {
-	props, _ := m["properties"].(map[string]any)
-	p, ok := props["status"]
-	if !ok {
-		return nil
-	}
-	return pinned(root, Merge(root, p), 0)
-}
-
-func pinned(root any, p map[string]any, depth int) []string {
-	if depth > maxHops {
-		return nil
-	}
-	enum, hasEnum := p["enum"].([]any)
-	if c, ok := p["const"]; ok {
-		s, isStr := c.(string)
-		if !isStr || (hasEnum && !slices.Contains(enum, c)) {
-			return []string{}
-		}
-		return []string{s}
-	}
-	if hasEnum {
-		out := []string{}
-		for _, e := range enum {
-			if s, ok := e.(string); ok && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	for _, kw := range []string{"oneOf", "anyOf"} {
-		branches, ok := p[kw].([]any)
-		if !ok {
-			continue
-		}
-		var out []string
-		for _, b := range branches {
-			got := pinned(root, Merge(root, b), depth+1)
-			if got == nil {
-				return nil
-			}
-			for _, s := range got {
-				if !slices.Contains(out, s) {
-					out = append(out, s)
-				}
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // OrderedKeys returns the property names of an object schema in the order
 // people read them: "status" first, then the "required" ones in their
 // order, then the others sorted.
@@ -405,4 +291,41 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Alternatives merges nodes (schemas within root) and adds, merged, every
+// branch of their "oneOf"/"anyOf" unions (and of those [Merge] kept under
+// "allOf"), recursively: the shapes an instance may take, for finding a
+// field that counts when any branch has it. Each schema object is taken
+// once, so the result stays linear in root's size however its references
+// fan out.
+func Alternatives(root any, nodes ...any) []map[string]any {
+	g := &merger{root: root}
+	seen := map[uintptr]bool{}
+	var out []map[string]any
+	var add func(node any, depth int)
+	add = func(node any, depth int) {
+		if n, ok := node.(map[string]any); ok {
+			if seen[addr(n)] {
+				return
+			}
+			seen[addr(n)] = true
+		}
+		m := g.merge(node, 0)
+		out = append(out, m)
+		if depth >= maxHops {
+			return
+		}
+		var branches []any
+		for _, kw := range []string{"oneOf", "anyOf", "allOf"} {
+			branches = append(branches, asSlice(m[kw])...)
+		}
+		for _, b := range branches {
+			add(b, depth+1)
+		}
+	}
+	for _, n := range nodes {
+		add(n, 0)
+	}
+	return out
 }

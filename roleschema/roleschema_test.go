@@ -3,9 +3,11 @@ package roleschema_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
-	"github.com/uncaged/uwf/internal/roleschema"
+	"github.com/uncaged/uwf/roleschema"
 )
 
 // doc parses a JSON schema.
@@ -16,40 +18,6 @@ func doc(t *testing.T, s string) any {
 		t.Fatalf("%s: %v", s, err)
 	}
 	return v
-}
-
-func TestStatuses(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		schema string
-		want   []string
-	}{
-		{"const", `{"properties": {"status": {"const": "done"}}}`, []string{"done"}},
-		{"enum", `{"properties": {"status": {"enum": ["approved", "rejected", "approved", 3]}}}`, []string{"approved", "rejected"}},
-		{"oneOf variants in order", `{"oneOf": [
-			{"properties": {"status": {"const": "b"}}},
-			{"properties": {"status": {"enum": ["a", "c"]}}}]}`, []string{"b", "a", "c"}},
-		{"anyOf of consts inside status", `{"properties": {"status": {"anyOf": [{"const": "x"}, {"const": "y"}]}}}`, []string{"x", "y"}},
-		{"$ref to the status", `{"$defs": {"s": {"enum": ["p", "q"]}}, "properties": {"status": {"$ref": "#/$defs/s"}}}`, []string{"p", "q"}},
-		{"$ref at the root", `{"$defs": {"root": {"properties": {"status": {"const": "r"}}}}, "$ref": "#/$defs/root"}`, []string{"r"}},
-		{"allOf member pins it", `{"allOf": [{"properties": {"x": {}}}, {"properties": {"status": {"const": "m"}}}]}`, []string{"m"}},
-		{"const inside an enum", `{"properties": {"status": {"enum": ["a", "b"]}}, "allOf": [{"properties": {"status": {"const": "b"}}}]}`, []string{"b"}},
-		{"unpinned", `{"properties": {"status": {"type": "string"}}}`, nil},
-		{"no status", `{"type": "object"}`, nil},
-		{"a cycle", `{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}`, nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := roleschema.Statuses(doc(t, tc.schema)); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Statuses(%s) = %q, want %q", tc.schema, got, tc.want)
-			}
-		})
-	}
-	if got := roleschema.Statuses(nil); got != nil {
-		t.Errorf("Statuses(nil) = %q, want nil", got)
-	}
 }
 
 func TestMerge(t *testing.T) {
@@ -111,18 +79,10 @@ func TestVariants(t *testing.T) {
 	}
 }
 
-func TestLookupResolveOrder(t *testing.T) {
+func TestResolveOrder(t *testing.T) {
 	t.Parallel()
 	root := doc(t, `{"$defs": {"a/b": {"x": [1, {"~y": 2}]}, "r": {"$ref": "#/$defs/s"}, "s": {"type": "string"}},
 		"properties": {"z": {}, "status": {}, "b": {}, "a": {}}, "required": ["b", "status"]}`)
-	if v, ok := roleschema.Lookup(root, "#/$defs/a~1b/x/1/~0y"); !ok || v != 2.0 {
-		t.Errorf("Lookup() = %v, %v", v, ok)
-	}
-	for _, bad := range []string{"#/nope", "/$defs/a~1b/x/9", "/$defs/a~1b/x/-1", "nope"} {
-		if _, ok := roleschema.Lookup(root, bad); ok {
-			t.Errorf("Lookup(%q) found something", bad)
-		}
-	}
 	if got := roleschema.Resolve(root, map[string]any{"$ref": "#/$defs/r"}); !reflect.DeepEqual(got, map[string]any{"type": "string"}) {
 		t.Errorf("Resolve() = %v", got)
 	}
@@ -135,5 +95,28 @@ func TestLookupResolveOrder(t *testing.T) {
 	}
 	if got := roleschema.Types(map[string]any{"type": []any{"string", "null"}}); !reflect.DeepEqual(got, []string{"string", "null"}) {
 		t.Errorf("Types() = %q", got)
+	}
+}
+
+func TestAlternatives(t *testing.T) {
+	t.Parallel()
+	root := doc(t, `{"$defs": {"b": {"properties": {"b": {}}, "anyOf": [{"properties": {"c": {}}}]}},
+		"properties": {"a": {}},
+		"oneOf": [{"$ref": "#/$defs/b"}, {"$ref": "#/$defs/b"}, {"properties": {"d": {}}}]}`)
+	var names []string
+	for _, m := range roleschema.Alternatives(root, root) {
+		props, _ := m["properties"].(map[string]any)
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		names = append(names, strings.Join(keys, "+"))
+	}
+	// The root, each branch (the two $refs are two objects, but the
+	// definition's own anyOf branch is taken once), then "d".
+	want := []string{"a", "b", "c", "b", "d"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("Alternatives() properties = %q, want %q", names, want)
 	}
 }

@@ -1,0 +1,324 @@
+package roleschema
+
+import (
+	"reflect"
+	"regexp"
+	"slices"
+	"unicode/utf8"
+)
+
+// Reading is what a role schema says about the "status" of its output.
+type Reading struct {
+	// Pinned reports whether the schema limits status to a finite set of
+	// strings. An unpinned schema lets status be any string (or leaves it
+	// out).
+	Pinned bool
+	// Statuses is that set, in schema order without repeats. It is empty
+	// when the schema is pinned yet admits no status at all, as
+	// {"const": "a", "enum": ["b"]} does: no output can validate.
+	Statuses []string
+	// NonString lists, without repeats, the const and enum values given
+	// for status that are not strings (a status is always a string).
+	NonString []any
+}
+
+// Read reads how root pins the "status" of its output. The answer is the
+// schema's own: status must satisfy every constraint on it, so
+//
+//   - a const or an enum (after "$ref"s and "allOf"s are folded in) gives
+//     its strings, and both together give the strings they share;
+//   - a "oneOf" or "anyOf" gives the union of its branches (each seeing the
+//     keywords beside the union), pinned only when every branch pins: at
+//     the top (variants of the whole output) and inside the status property
+//     ({"oneOf": [{"const": "a"}, {"const": "b"}]}) alike;
+//   - several of these together give the strings all of them allow;
+//   - a false schema, a "type" without "string", a "not" of every value,
+//     and strings cut by "not" (of the status, or of an object schema
+//     holding only properties.status), "pattern", "minLength" or
+//     "maxLength" drop out.
+//
+// Keywords it does not read (format, if/then/else, ...) can only narrow
+// the set further, so a status it returns may still fail there; callers
+// validate outputs with cas.
+func Read(root any) Reading {
+	r := newReader(root)
+	s := r.object(root, 0)
+	out := Reading{Pinned: !s.all, NonString: r.nonString}
+	if !s.all {
+		out.Statuses = s.vals
+		if out.Statuses == nil {
+			out.Statuses = []string{}
+		}
+	}
+	return out
+}
+
+// Statuses returns the statuses root allows (see [Read]), in schema order
+// without repeats; nil when root does not pin status, empty when it pins
+// it to no value.
+func Statuses(root any) []string { return Read(root).Statuses }
+
+// StatusesOf is [Statuses] for m, a schema inside root (a [Variant]'s, for
+// instance): its "$ref"s resolve against root.
+func StatusesOf(root any, m map[string]any) []string {
+	r := newReader(root)
+	s := r.object(m, 0)
+	if s.all {
+		return nil
+	}
+	if s.vals == nil {
+		return []string{}
+	}
+	return s.vals
+}
+
+// Variant is one branch of a schema's top-level "oneOf" or "anyOf".
+type Variant struct {
+	Index  int            // its index in the union, as in the schema path "/oneOf/<Index>"
+	Schema map[string]any // the branch merged with the keywords beside the union
+	// Statuses are the statuses the branch allows (see [Read]); nil when
+	// it does not pin status, empty when it admits none.
+	Statuses []string
+}
+
+// Variants returns the keyword ("oneOf" or "anyOf") and the branches of the
+// union at the top of root (after [Merge]), each merged with the keywords
+// beside the union. It returns "", nil when root has no such union.
+func Variants(root any) (string, []Variant) {
+	m := Merge(root, root)
+	for _, kw := range []string{"oneOf", "anyOf"} {
+		branches, ok := m[kw].([]any)
+		if !ok {
+			continue
+		}
+		parent := without(m, kw)
+		out := make([]Variant, len(branches))
+		for i, b := range branches {
+			vm := Merge(root, map[string]any{"allOf": []any{parent, b}})
+			out[i] = Variant{Index: i, Schema: vm, Statuses: StatusesOf(root, vm)}
+		}
+		return kw, out
+	}
+	return "", nil
+}
+
+// set is a set of strings in insertion order, or every string.
+type set struct {
+	all  bool
+	vals []string
+}
+
+var anyString = set{all: true}
+
+func (s set) and(o set) set {
+	switch {
+	case s.all:
+		return o
+	case o.all:
+		return s
+	}
+	var out []string
+	for _, v := range s.vals {
+		if slices.Contains(o.vals, v) {
+			out = append(out, v)
+		}
+	}
+	return set{vals: out}
+}
+
+func (s set) or(o set) set {
+	if s.all || o.all {
+		return anyString
+	}
+	out := slices.Clone(s.vals)
+	for _, v := range o.vals {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return set{vals: out}
+}
+
+func (s set) filter(keep func(string) bool) set {
+	if s.all {
+		return s
+	}
+	var out []string
+	for _, v := range s.vals {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	return set{vals: out}
+}
+
+// reader reads statuses in one schema, noting the non-string literals. It
+// reads each schema object once (see [merger]).
+type reader struct {
+	root      any
+	m         *merger
+	done      map[readKey]set
+	nonString []any
+}
+
+// readKey names a schema object read as an output (obj) or as a status.
+type readKey struct {
+	addr uintptr
+	obj  bool
+}
+
+func newReader(root any) *reader {
+	return &reader{root: root, m: &merger{root: root}, done: map[readKey]set{}}
+}
+
+// memo returns the set read for node before, or reads it with read.
+func (r *reader) memo(node any, obj bool, read func() set) set {
+	n, ok := node.(map[string]any)
+	if !ok {
+		return read()
+	}
+	k := readKey{addr(n), obj}
+	if s, ok := r.done[k]; ok {
+		return s
+	}
+	s := read()
+	r.done[k] = s
+	return s
+}
+
+// object returns the statuses an output schema allows in its "status".
+func (r *reader) object(node any, depth int) set {
+	if depth > maxHops {
+		return anyString
+	}
+	return r.memo(node, true, func() set { return r.readObject(node, depth) })
+}
+
+func (r *reader) readObject(node any, depth int) set {
+	m := r.m.merge(node, 0)
+	if never(m) {
+		return set{}
+	}
+	s := anyString
+	if props, ok := m["properties"].(map[string]any); ok {
+		if p, ok := props["status"]; ok {
+			s = r.value(p, depth+1)
+		}
+	}
+	if n, ok := m["not"]; ok {
+		// {"not": {"properties": {"status": X}}} forbids the statuses X
+		// allows (and its absence); with any other keyword it says less.
+		nm := r.m.merge(n, 0)
+		if props, ok := nm["properties"].(map[string]any); ok && len(nm) == 1 && len(props) == 1 && props["status"] != nil {
+			if excluded := r.value(props["status"], depth+1); !excluded.all {
+				s = s.filter(func(v string) bool { return !slices.Contains(excluded.vals, v) })
+			}
+		}
+	}
+	return s.and(r.unions(m, depth, r.object))
+}
+
+// unions intersects what each union in m ("oneOf", "anyOf", and those
+// Merge kept under "allOf") allows, by each's branches read with read.
+func (r *reader) unions(m map[string]any, depth int, read func(any, int) set) set {
+	s := anyString
+	for _, kw := range []string{"oneOf", "anyOf"} {
+		if branches, ok := m[kw].([]any); ok {
+			u := set{}
+			for _, b := range branches {
+				u = u.or(read(b, depth+1))
+			}
+			s = s.and(u)
+		}
+	}
+	for _, rest := range asSlice(m["allOf"]) {
+		s = s.and(read(rest, depth+1))
+	}
+	return s
+}
+
+// value returns the strings a value schema allows, anyString when it does
+// not pin them.
+func (r *reader) value(node any, depth int) set {
+	if depth > maxHops {
+		return anyString
+	}
+	return r.memo(node, false, func() set { return r.readValue(node, depth) })
+}
+
+func (r *reader) readValue(node any, depth int) set {
+	m := r.m.merge(node, 0)
+	if never(m) {
+		return set{}
+	}
+	s := anyString
+	if c, ok := m["const"]; ok {
+		s = r.literals([]any{c})
+	}
+	if e, ok := m["enum"].([]any); ok {
+		s = s.and(r.literals(e))
+	}
+	if types := Types(m); types != nil && !slices.Contains(types, "string") {
+		return set{}
+	}
+	if n, ok := m["not"]; ok {
+		if excluded := r.value(n, depth+1); !excluded.all {
+			s = s.filter(func(v string) bool { return !slices.Contains(excluded.vals, v) })
+		}
+	}
+	if lo, ok := m["minLength"].(float64); ok {
+		s = s.filter(func(v string) bool { return float64(utf8.RuneCountInString(v)) >= lo })
+	}
+	if hi, ok := m["maxLength"].(float64); ok {
+		s = s.filter(func(v string) bool { return float64(utf8.RuneCountInString(v)) <= hi })
+	}
+	if p, ok := m["pattern"].(string); ok {
+		if re, err := regexp.Compile(p); err == nil {
+			s = s.filter(re.MatchString)
+		}
+	}
+	return s.and(r.unions(m, depth, r.value))
+}
+
+// literals returns the strings among a const's or an enum's values,
+// noting the others.
+func (r *reader) literals(vals []any) set {
+	out := set{vals: []string{}}
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			if !slices.Contains(out.vals, s) {
+				out.vals = append(out.vals, s)
+			}
+		} else if !slices.ContainsFunc(r.nonString, func(o any) bool { return reflect.DeepEqual(o, v) }) {
+			r.nonString = append(r.nonString, v)
+		}
+	}
+	return out
+}
+
+// never reports whether a merged schema admits no value: false, or a
+// "not" of every value.
+func never(m map[string]any) bool {
+	n, ok := m["not"]
+	if !ok {
+		return false
+	}
+	switch n := n.(type) {
+	case bool:
+		return n
+	case map[string]any:
+		return len(n) == 0
+	}
+	return false
+}
+
+// without returns a copy of m without key k.
+func without(m map[string]any, k string) map[string]any {
+	out := make(map[string]any, len(m))
+	for key, v := range m {
+		if key != k {
+			out[key] = v
+		}
+	}
+	return out
+}

@@ -117,7 +117,7 @@ type Model struct {
 // nil means none.
 func Load(home string, builtins Builtins) (*Config, error) {
 	file := filepath.Join(home, File)
-	data, err := readSmall(file)
+	data, err := yamldoc.ReadFile(file, maxConfigSize)
 	var c *Config
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -130,7 +130,7 @@ func Load(home string, builtins Builtins) (*Config, error) {
 		}
 	}
 	envFile := filepath.Join(home, EnvFile)
-	data, err = readSmall(envFile)
+	data, err = yamldoc.ReadFile(envFile, maxConfigSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -141,19 +141,6 @@ func Load(home string, builtins Builtins) (*Config, error) {
 		}
 	}
 	return c, nil
-}
-
-func readSmall(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := cas.ReadLimited(f, maxConfigSize)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	return data, nil
 }
 
 // Parse reads config.yaml's content; file names it in messages and
@@ -852,7 +839,7 @@ func Set(home, path, value string, builtins Builtins) error {
 	if slices.Contains(segs, "") {
 		return fmt.Errorf("config set %q: %w: empty path segment", path, cas.ErrInvalid)
 	}
-	data, err := readSmall(file)
+	data, err := yamldoc.ReadFile(file, maxConfigSize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Package yamldoc reads the YAML files people write for uwf (workflow
-// definitions, config.yaml) as yaml.v3 node trees, keeping every line and
+// definitions, config.yaml; [ReadFile] bounds their size) as yaml.v3 node
+// trees, keeping every line and
 // column, and collects what is wrong with them as [Problem]s of one
 // *[ValidationError]: [CheckTree] bounds a document (depth, alias
 // expansion) and rejects key problems before anything reads it; [Resolve],

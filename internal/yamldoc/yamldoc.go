@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,6 +65,22 @@ func (e *ValidationError) Error() string {
 
 // Unwrap returns [cas.ErrInvalid].
 func (e *ValidationError) Unwrap() error { return cas.ErrInvalid }
+
+// ReadFile reads the file a person wrote, refusing one larger than limit
+// bytes (the error wraps [cas.ErrTooLarge]) before reading it whole. A
+// missing file's error wraps [fs.ErrNotExist].
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := cas.ReadLimited(f, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
 
 // Position is where a node stands in its file: a 1-based line and column;
 // 0 where unknown.

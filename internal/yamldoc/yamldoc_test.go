@@ -2,6 +2,9 @@ package yamldoc_test
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,5 +86,22 @@ func TestCheckTree(t *testing.T) {
 				t.Errorf("CheckTree(%q) = fatal %v, %v; want fatal %v, %q", tc.name, fatal, err, tc.fatal, tc.want)
 			}
 		})
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(path, []byte("name: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := yamldoc.ReadFile(path, 8); err != nil || string(data) != "name: x\n" {
+		t.Errorf("ReadFile at the limit = %q, %v", data, err)
+	}
+	if _, err := yamldoc.ReadFile(path, 7); !errors.Is(err, cas.ErrTooLarge) || !strings.Contains(err.Error(), path) {
+		t.Errorf("ReadFile over the limit = %v, want ErrTooLarge naming the file", err)
+	}
+	if _, err := yamldoc.ReadFile(filepath.Join(dir, "none.yaml"), 8); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file = %v, want fs.ErrNotExist", err)
 	}
 }

@@ -670,7 +670,7 @@ func (c *Config) tree() map[string]any {
 				m["env"] = env
 			}
 			if a.Timeout != 0 {
-				m["timeout"] = shortDuration(a.Timeout)
+				m["timeout"] = FormatDuration(a.Timeout)
 			}
 			agents[name] = m
 		}
@@ -728,8 +728,9 @@ func nested(m map[string]map[string]string) map[string]any {
 	return out
 }
 
-// shortDuration writes d as people write it: 10m, not 10m0s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as config.yaml's timeouts are written, without
+// zero trailing units: 10m, 1h30m, 2.5s, 500ms (not 10m0s).
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]

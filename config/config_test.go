@@ -554,3 +554,24 @@ func (builtins) IsBuiltin(name string) bool {
 func (b builtins) Reserves(name string) bool { return name == "replay" || b.IsBuiltin(name) }
 
 func (builtins) String() string { return "human, llm, replay:<thread>, synth" }
+
+func TestFormatDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{10 * time.Minute, "10m"},
+		{90 * time.Minute, "1h30m"},
+		{2 * time.Hour, "2h"},
+		{2*time.Hour + 5*time.Second, "2h0m5s"},
+		{2500 * time.Millisecond, "2.5s"},
+		{500 * time.Millisecond, "500ms"},
+		{90 * time.Second, "1m30s"},
+		{0, "0s"},
+	}
+	for _, tc := range tests {
+		if got := config.FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

@@ -173,15 +173,3 @@ func DescribeExit(code int) string {
 	}
 	return "exit status " + strconv.Itoa(code)
 }
-
-// formatDuration prints d without zero trailing units: 10m, 1h30m, 2.5s, 500ms.
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/uncaged/uwf/config"
 )
 
 // Defaults of a [CommandSpec].
@@ -148,7 +150,7 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		res.Duration = time.Since(start)
 		switch {
 		case errors.Is(context.Cause(runCtx), errTimeout):
-			return fail(ExitTimeout, "timed out after "+formatDuration(c.spec.Timeout), context.DeadlineExceeded)
+			return fail(ExitTimeout, "timed out after "+config.FormatDuration(c.spec.Timeout), context.DeadlineExceeded)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return fail(ExitTimeout, "timed out: the caller's deadline passed", context.DeadlineExceeded)
 		case ctx.Err() != nil:
@@ -169,7 +171,7 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	if stopped.Load() {
 		switch {
 		case errors.Is(context.Cause(runCtx), errTimeout):
-			return fail(ExitTimeout, "timed out after "+formatDuration(c.spec.Timeout), context.DeadlineExceeded)
+			return fail(ExitTimeout, "timed out after "+config.FormatDuration(c.spec.Timeout), context.DeadlineExceeded)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return fail(ExitTimeout, "timed out: the caller's deadline passed", context.DeadlineExceeded)
 		default:

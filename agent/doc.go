@@ -21,6 +21,19 @@
 //     workflow offline;
 //   - [Human] asks a person on a terminal, or reads an answer file.
 //
+// # Built-in agents and the factory
+//
+// Package agent is the one place that knows the built-in agents (human,
+// llm, replay:<thread>, synth): one table holds each one's name, checks and
+// constructor. [Resolve] picks the agent that runs a role from the --agent
+// flag and config.yaml (package config), [Check] checks that it could run
+// without running it, and [New] builds it, from a [config.Agent] entry
+// for a command. [Builtins] tells package config which names need no
+// entry. The caller supplies what built-ins take from outside in
+// [Options]: a terminal for human, a seed for synth, and for replay a
+// [Threads] that reads the source thread (package thread implements it).
+// Adding a built-in agent touches this package only.
+//
 // # Prompts
 //
 // [Assemble] lays out a step's prompt from [PromptParts]: goal, procedure,

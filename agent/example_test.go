@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/config"
 )
 
 // developerSchema is the developer's output schema of the review-loop
@@ -131,4 +132,24 @@ func ExampleReplay() {
 	// attempt 0: "I did it!"
 	// attempt 1: "---\nstatus: done\nsummary: ok\n---\n"
 	// agent replay:01JCQ5S7Q7T7Y3V0Z3K5W8M9AB: replay: step 2 of thread 01JCQ5S7Q7T7Y3V0Z3K5W8M9AB was role developer, this is role reviewer (routing diverged)
+}
+
+// ExampleResolve picks and builds the agent of a role: config.yaml names
+// synth, a built-in agent, for the reviewer of develop.
+func ExampleResolve() {
+	cfg, err := config.Parse("config.yaml", []byte("agentOverrides:\n  develop: {reviewer: synth}\n"), agent.Builtins())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	name, _, err := agent.Resolve(cfg, "develop", "reviewer", "")
+	fmt.Println(name, err)
+	a, err := agent.New(context.Background(), name, config.Agent{}, &agent.Options{Seed: 1})
+	fmt.Println(a.Name(), err)
+	_, _, err = agent.Resolve(cfg, "develop", "coder", "")
+	fmt.Println(err)
+	// Output:
+	// synth <nil>
+	// synth <nil>
+	// no agent configured for role coder of workflow develop: pass --agent, or set defaultAgent or agentOverrides.develop.coder in config.yaml (configured: none; built-in: human, llm, replay:<thread>, synth)
 }

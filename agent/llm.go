@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/config"
 )
 
 // Defaults of an [LLMConfig].
@@ -201,7 +202,7 @@ func (l *LLM) chat(ctx context.Context, body chatRequest) (*Result, error) {
 	defer cancel()
 	stopped := func() (*Result, error) {
 		if errors.Is(context.Cause(callCtx), errTimeout) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fail(ExitTimeout, "timed out after "+formatDuration(l.cfg.Timeout), context.DeadlineExceeded)
+			return fail(ExitTimeout, "timed out after "+config.FormatDuration(l.cfg.Timeout), context.DeadlineExceeded)
 		}
 		return fail(ExitInterrupted, "interrupted", context.Canceled)
 	}
@@ -228,7 +229,7 @@ func (l *LLM) chat(ctx context.Context, body chatRequest) (*Result, error) {
 			reason = httpReason(status, respBody)
 			if ra, ok := retryAfter(header.Get("Retry-After"), time.Now()); ok {
 				if ra > MaxRetryAfter {
-					return fail(ExitFailure, fmt.Sprintf("%s (the server asks to retry after %s)", reason, formatDuration(ra)), nil)
+					return fail(ExitFailure, fmt.Sprintf("%s (the server asks to retry after %s)", reason, config.FormatDuration(ra)), nil)
 				}
 				wait, waitSet = ra, true
 			}
@@ -253,7 +254,7 @@ func (l *LLM) chat(ctx context.Context, body chatRequest) (*Result, error) {
 			wait = backoff
 			backoff *= 2
 		}
-		fmt.Fprintf(&stderr, "attempt %d: %s; retrying in %s\n", attempt, reason, formatDuration(wait))
+		fmt.Fprintf(&stderr, "attempt %d: %s; retrying in %s\n", attempt, reason, config.FormatDuration(wait))
 		t := time.NewTimer(wait)
 		select {
 		case <-callCtx.Done():

@@ -22,7 +22,7 @@ type Replay struct {
 	steps  []Recorded
 }
 
-var _ Agent = (*Replay)(nil)
+var _ StepCounter = (*Replay)(nil)
 
 // NewReplay returns a replay of the thread source, whose steps (not marks)
 // are steps, oldest first. The slice is copied; the strings are shared.
@@ -33,6 +33,10 @@ func NewReplay(source string, steps []Recorded) *Replay {
 	}
 	return &Replay{source: source, steps: steps}
 }
+
+// CountsSteps marks Replay as a [StepCounter]: it reads the request's
+// step index.
+func (r *Replay) CountsSteps() {}
 
 // Name returns "replay:<source>".
 func (r *Replay) Name() string { return "replay:" + r.source }

@@ -61,10 +61,14 @@ type Synth struct {
 	seed int64
 }
 
-var _ Agent = (*Synth)(nil)
+var _ StepCounter = (*Synth)(nil)
 
 // NewSynth returns a synth agent whose choices derive from seed.
 func NewSynth(seed int64) *Synth { return &Synth{seed: seed} }
+
+// CountsSteps marks Synth as a [StepCounter]: it reads the request's
+// step counts.
+func (s *Synth) CountsSteps() {}
 
 // Name returns "synth".
 func (s *Synth) Name() string { return "synth" }

@@ -2,8 +2,9 @@
 // workflow YAML files keeping line and column, validates them (reporting
 // every problem at once), stores them as workflow nodes with one schema
 // node per role, and versions them through the ref workflows/<name> and its
-// log. It also reads uwf's configuration, <home>/config.yaml, and the
-// secrets in <home>/.env. docs/WORKFLOWS.md is the user's guide to both.
+// log. docs/WORKFLOWS.md is the user's guide. uwf's configuration
+// (config.yaml, .env) is package config; the agents that run roles are
+// package agent.
 //
 // # Vocabulary
 //
@@ -29,24 +30,12 @@
 // prints one "file:line:col: message" per problem, sorted by position.
 // [Workflow.Validate] applies the same rules to a workflow built in Go.
 //
-// # Configuration
-//
-// [LoadConfig] reads config.yaml into a [Config]: agents, the default agent
-// and per-workflow, per-role overrides; LLM providers, models, the default
-// model and overrides. [Config.AgentFor] and [Config.ModelFor] resolve them
-// for one role; [Config.Secret] reads API keys from the environment or
-// .env, never from the store; [Config.Secrets] lists the known secrets
-// (API keys, variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, those
-// listed under secrets:) that uwf masks in agent output and logs.
-// [Config.Get], [Config.List], [Masked] and
-// [SetConfigValue] back "uwf config get|list|set".
-//
 // # Concurrency
 //
 // A [Registry] is safe for concurrent use, from many goroutines and
 // processes sharing a store: every ref move is a compare-and-swap, and the
 // loser of a race gets a *[cas.ConflictError]. [Parse] and the other
-// functions are safe for concurrent use. A [Workflow] or [Config] may be
+// functions are safe for concurrent use. A [Workflow] may be
 // read concurrently but not modified meanwhile.
 //
 // # Caveats

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/yamldoc"
 	"github.com/uncaged/uwf/moderator"
 )
 
@@ -43,7 +44,7 @@ func Parse(file string, data []byte) (*Workflow, error) {
 	if w != nil {
 		w.check(ps)
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -62,29 +63,29 @@ func Validate(file string, data []byte) error {
 // its file's lines and columns; one built in Go without positions. The
 // error is a *[ValidationError] listing every problem.
 func (w *Workflow) Validate() error {
-	ps := &problems{file: w.file}
+	ps := &problems{File: w.file}
 	w.check(ps)
-	return ps.err()
+	return ps.Err()
 }
 
 // parse reads the YAML into a Workflow, recording positions, and reports
 // what is wrong with the file as YAML and as a workflow's shape. It returns
 // a nil Workflow when the file cannot be read at all.
 func parse(file string, data []byte) (w *Workflow, ps *problems) {
-	ps = &problems{file: file}
+	ps = &problems{File: file}
 	defer func() {
 		if r := recover(); r != nil { // the YAML library must not take the caller down
 			w = nil
-			ps.list = append(ps.list, Problem{Msg: fmt.Sprintf("YAML: cannot parse: %v", r)})
+			ps.List = append(ps.List, Problem{Msg: fmt.Sprintf("YAML: cannot parse: %v", r)})
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			ps.list = append(ps.list, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
+			ps.List = append(ps.List, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
 		} else {
-			addYAMLError(ps, err)
+			yamldoc.AddYAMLError(ps, err)
 		}
 		return nil, ps
 	}
@@ -92,22 +93,21 @@ func parse(file string, data []byte) (w *Workflow, ps *problems) {
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		addYAMLError(ps, err)
+		yamldoc.AddYAMLError(ps, err)
 		return nil, ps
 	default:
-		at := posOf(&next)
+		at := yamldoc.Pos(&next)
 		if len(next.Content) > 0 {
-			at = posOf(next.Content[0])
+			at = yamldoc.Pos(next.Content[0])
 		}
-		ps.add(at, "a second YAML document starts here: a workflow file holds exactly one")
+		ps.Add(at, "a second YAML document starts here: a workflow file holds exactly one")
 		return nil, ps
 	}
-	tc := newTreeCheck(ps)
-	tc.walk(&doc, 0)
-	if tc.fatal || len(doc.Content) == 0 {
+	fatal, bad := yamldoc.CheckTree(ps, &doc)
+	if fatal || len(doc.Content) == 0 {
 		return nil, ps
 	}
-	p := &parser{ps: ps, bad: tc.bad, w: &Workflow{
+	p := &parser{ps: ps, bad: bad, w: &Workflow{
 		file:    file,
 		pos:     map[posKey]position{},
 		flagged: map[posKey]bool{},
@@ -124,17 +124,17 @@ type parser struct {
 }
 
 func (p *parser) top(root *yaml.Node) {
-	n := resolve(root)
-	p.w.pos[posKey{a: "top"}] = posOf(root)
+	n := yamldoc.Resolve(root)
+	p.w.pos[posKey{a: "top"}] = yamldoc.Pos(root)
 	if n.Kind != yaml.MappingNode {
 		p.w.flagged[posKey{a: "top"}] = true
-		p.ps.add(posOf(root), "a workflow is a YAML mapping with name, description, maxSteps, roles and graph, not %s", describe(n))
+		p.ps.Add(yamldoc.Pos(root), "a workflow is a YAML mapping with name, description, maxSteps, roles and graph, not %s", yamldoc.Describe(n))
 		return
 	}
-	for k, v := range pairs(n) {
-		switch key := resolve(k).Value; key {
+	for k, v := range yamldoc.Pairs(n) {
+		switch key := yamldoc.Resolve(k).Value; key {
 		case "name":
-			p.w.pos[posKey{a: "name"}] = posOf(v)
+			p.w.pos[posKey{a: "name"}] = yamldoc.Pos(v)
 			var ok bool
 			if p.w.Name, ok = p.str(v, "name"); !ok {
 				p.w.flagged[posKey{a: "name"}] = true
@@ -142,58 +142,58 @@ func (p *parser) top(root *yaml.Node) {
 		case "description":
 			p.w.Description, _ = p.str(v, "description")
 		case "maxSteps":
-			p.w.pos[posKey{a: "maxSteps"}] = posOf(v)
+			p.w.pos[posKey{a: "maxSteps"}] = yamldoc.Pos(v)
 			p.maxSteps(v)
 		case "roles":
-			p.w.pos[posKey{a: "roles"}] = posOf(k)
+			p.w.pos[posKey{a: "roles"}] = yamldoc.Pos(k)
 			p.roles(v)
 		case "graph":
-			p.w.pos[posKey{a: "graph"}] = posOf(k)
+			p.w.pos[posKey{a: "graph"}] = yamldoc.Pos(k)
 			p.graph(v)
 		default:
-			p.ps.add(posOf(k), "unknown key %s (a workflow has name, description, maxSteps, roles, graph)", strconv.Quote(key))
+			p.ps.Add(yamldoc.Pos(k), "unknown key %s (a workflow has name, description, maxSteps, roles, graph)", strconv.Quote(key))
 		}
 	}
 }
 
 // str reads a string scalar, reporting anything else under path.
 func (p *parser) str(v *yaml.Node, path string) (string, bool) {
-	n := resolve(v)
-	if isText(n) {
+	n := yamldoc.Resolve(v)
+	if yamldoc.IsText(n) {
 		return n.Value, true
 	}
-	p.ps.add(posOf(v), "%s: must be a string%s", path, notString(n))
+	p.ps.Add(yamldoc.Pos(v), "%s: must be a string%s", path, yamldoc.NotString(n))
 	return "", false
 }
 
 // mapping checks that v is a mapping, reporting anything else under path.
 func (p *parser) mapping(v *yaml.Node, path, what string) (*yaml.Node, bool) {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind == yaml.MappingNode {
 		return n, true
 	}
-	p.ps.add(posOf(v), "%s: must be %s, not %s", path, what, describe(n))
+	p.ps.Add(yamldoc.Pos(v), "%s: must be %s, not %s", path, what, yamldoc.Describe(n))
 	return nil, false
 }
 
 func (p *parser) maxSteps(v *yaml.Node) {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	var i int64
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil || i <= 0 {
 		what := n.Value
 		switch {
 		case n.Kind != yaml.ScalarNode:
-			what = describe(n)
+			what = yamldoc.Describe(n)
 		case n.Value == "":
 			what = "empty"
-		case isText(n):
+		case yamldoc.IsText(n):
 			what = "the string " + strconv.Quote(n.Value)
 		}
-		p.ps.add(posOf(v), "maxSteps: must be a positive integer, not %s", what)
+		p.ps.Add(yamldoc.Pos(v), "maxSteps: must be a positive integer, not %s", what)
 		return
 	}
 	if i > maxMaxSteps {
-		p.ps.add(posOf(v), "maxSteps: must be at most %d", int64(maxMaxSteps))
+		p.ps.Add(yamldoc.Pos(v), "maxSteps: must be at most %d", int64(maxMaxSteps))
 		return
 	}
 	p.w.MaxSteps = int(i)
@@ -205,9 +205,9 @@ func (p *parser) roles(v *yaml.Node) {
 		return
 	}
 	p.w.Roles = map[string]*Role{}
-	for k, rv := range pairs(m) {
-		name := resolve(k).Value
-		p.w.pos[posKey{a: "roles", b: name}] = posOf(k)
+	for k, rv := range yamldoc.Pairs(m) {
+		name := yamldoc.Resolve(k).Value
+		p.w.pos[posKey{a: "roles", b: name}] = yamldoc.Pos(k)
 		p.w.Roles[name] = p.role(name, rv)
 	}
 }
@@ -220,8 +220,8 @@ func (p *parser) role(name string, v *yaml.Node) *Role {
 		p.w.flagged[posKey{a: "roles", b: name}] = true
 		return r
 	}
-	for k, fv := range pairs(m) {
-		switch key := resolve(k).Value; key {
+	for k, fv := range yamldoc.Pairs(m) {
+		switch key := yamldoc.Resolve(k).Value; key {
 		case "description":
 			r.Description, _ = p.str(fv, path+".description")
 		case "goal":
@@ -233,19 +233,19 @@ func (p *parser) role(name string, v *yaml.Node) *Role {
 		case "capabilities":
 			r.Capabilities = p.strings(fv, path+".capabilities")
 		case "frontmatter":
-			p.w.pos[posKey{a: "roles", b: name, c: "frontmatter"}] = posOf(k)
+			p.w.pos[posKey{a: "roles", b: name, c: "frontmatter"}] = yamldoc.Pos(k)
 			r.Frontmatter = p.frontmatter(name, k, fv)
 		default:
-			p.ps.add(posOf(k), "%s: unknown key %s (a role has description, goal, procedure, output, capabilities, frontmatter)", path, strconv.Quote(key))
+			p.ps.Add(yamldoc.Pos(k), "%s: unknown key %s (a role has description, goal, procedure, output, capabilities, frontmatter)", path, strconv.Quote(key))
 		}
 	}
 	return r
 }
 
 func (p *parser) strings(v *yaml.Node, path string) []string {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind != yaml.SequenceNode {
-		p.ps.add(posOf(v), "%s: must be a list of strings, not %s", path, describe(n))
+		p.ps.Add(yamldoc.Pos(v), "%s: must be a list of strings, not %s", path, yamldoc.Describe(n))
 		return nil
 	}
 	var out []string
@@ -260,7 +260,7 @@ func (p *parser) strings(v *yaml.Node, path string) []string {
 // frontmatter converts a role's schema to plain JSON values, after checking
 // that its status values are strings to YAML.
 func (p *parser) frontmatter(role string, k, v *yaml.Node) any {
-	if p.quoteStatuses(v) || containsBad(v, p.bad) {
+	if p.quoteStatuses(v) || yamldoc.ContainsBad(v, p.bad) {
 		p.w.flagged[posKey{a: "roles", b: role}] = true
 		return nil
 	}
@@ -269,9 +269,9 @@ func (p *parser) frontmatter(role string, k, v *yaml.Node) any {
 		p.w.flagged[posKey{a: "roles", b: role}] = true
 		var se *cas.SyntaxError
 		if errors.As(err, &se) && se.Line > 0 {
-			p.ps.add(position{se.Line, se.Column}, "roles.%s.frontmatter: %s", role, se.Msg)
+			p.ps.Add(position{Line: se.Line, Col: se.Column}, "roles.%s.frontmatter: %s", role, se.Msg)
 		} else {
-			p.ps.add(posOf(k), "roles.%s.frontmatter: %s", role, casMessage(err))
+			p.ps.Add(yamldoc.Pos(k), "roles.%s.frontmatter: %s", role, casMessage(err))
 		}
 		return nil
 	}
@@ -284,28 +284,28 @@ func (p *parser) frontmatter(role string, k, v *yaml.Node) any {
 func (p *parser) quoteStatuses(fm *yaml.Node) bool {
 	found := false
 	check := func(n *yaml.Node) {
-		r := resolve(n)
-		if r == nil || r.Kind != yaml.ScalarNode || isText(r) {
+		r := yamldoc.Resolve(n)
+		if r == nil || r.Kind != yaml.ScalarNode || yamldoc.IsText(r) {
 			return
 		}
 		found = true
 		if r.Value == "" {
-			p.ps.add(posOf(n), "status value is empty, which YAML reads as null: write the status")
+			p.ps.Add(yamldoc.Pos(n), "status value is empty, which YAML reads as null: write the status")
 			return
 		}
-		p.ps.add(posOf(n), "status value %s is %s to YAML: quote it (%s)", r.Value, describe(r), strconv.Quote(r.Value))
+		p.ps.Add(yamldoc.Pos(n), "status value %s is %s to YAML: quote it (%s)", r.Value, yamldoc.Describe(r), strconv.Quote(r.Value))
 	}
-	visit(fm, func(n *yaml.Node) bool {
-		st := lookup(lookup(n, "properties"), "status")
+	yamldoc.Visit(fm, func(n *yaml.Node) bool {
+		st := yamldoc.Lookup(yamldoc.Lookup(n, "properties"), "status")
 		if st == nil || st.Kind != yaml.MappingNode {
 			return true
 		}
-		for k, v := range pairs(st) {
-			switch resolve(k).Value {
+		for k, v := range yamldoc.Pairs(st) {
+			switch yamldoc.Resolve(k).Value {
 			case "const":
 				check(v)
 			case "enum":
-				if e := resolve(v); e.Kind == yaml.SequenceNode {
+				if e := yamldoc.Resolve(v); e.Kind == yaml.SequenceNode {
 					for _, c := range e.Content {
 						check(c)
 					}
@@ -335,9 +335,9 @@ func (p *parser) graph(v *yaml.Node) {
 		p.w.flagged[partialGraph] = true
 	}
 	p.w.Graph = moderator.Graph{}
-	for fk, fv := range pairs(m) {
-		from := resolve(fk).Value
-		p.w.pos[posKey{a: "graph", b: from}] = posOf(fk)
+	for fk, fv := range yamldoc.Pairs(m) {
+		from := yamldoc.Resolve(fk).Value
+		p.w.pos[posKey{a: "graph", b: from}] = yamldoc.Pos(fk)
 		edges := map[string]moderator.Edge{}
 		p.w.Graph[from] = edges
 		fm, ok := p.mapping(fv, "graph."+from, "a mapping of statuses to edges")
@@ -348,25 +348,25 @@ func (p *parser) graph(v *yaml.Node) {
 		if !ok {
 			continue
 		}
-		for sk, ev := range pairs(fm) {
-			status := resolve(sk).Value
+		for sk, ev := range yamldoc.Pairs(fm) {
+			status := yamldoc.Resolve(sk).Value
 			path := "graph." + from + "." + status
-			p.w.pos[posKey{a: "graph", b: from, c: status}] = posOf(sk)
+			p.w.pos[posKey{a: "graph", b: from, c: status}] = yamldoc.Pos(sk)
 			var e moderator.Edge
 			if em, ok := p.mapping(ev, path, "a mapping with role and prompt"); ok {
-				for k, x := range pairs(em) {
-					switch key := resolve(k).Value; key {
+				for k, x := range yamldoc.Pairs(em) {
+					switch key := yamldoc.Resolve(k).Value; key {
 					case "role":
-						p.w.pos[posKey{a: "graph", b: from, c: status, d: "role"}] = posOf(x)
+						p.w.pos[posKey{a: "graph", b: from, c: status, d: "role"}] = yamldoc.Pos(x)
 						if e.Role, ok = p.str(x, path+".role"); !ok {
 							p.w.flagged[posKey{a: "graph", b: from, c: status}] = true
 							p.w.flagged[partialGraph] = true
 						}
 					case "prompt":
-						p.w.pos[posKey{a: "graph", b: from, c: status, d: "prompt"}] = posOf(x)
+						p.w.pos[posKey{a: "graph", b: from, c: status, d: "prompt"}] = yamldoc.Pos(x)
 						e.Prompt, _ = p.str(x, path+".prompt")
 					default:
-						p.ps.add(posOf(k), "%s: unknown key %s (an edge has role, prompt)", path, strconv.Quote(key))
+						p.ps.Add(yamldoc.Pos(k), "%s: unknown key %s (an edge has role, prompt)", path, strconv.Quote(key))
 					}
 				}
 			} else {

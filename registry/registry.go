@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/yamldoc"
 	"github.com/uncaged/uwf/moderator"
 )
 
@@ -255,7 +256,7 @@ type Resolved struct {
 // node that is not a workflow wraps [cas.ErrInvalid].
 func (r *Registry) Resolve(ctx context.Context, arg string) (Resolved, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
-		data, err := readWorkflowFile(arg)
+		data, err := ReadFile(arg)
 		if err != nil {
 			return Resolved{}, err
 		}
@@ -305,20 +306,7 @@ func (r *Registry) Resolve(ctx context.Context, arg string) (Resolved, error) {
 // ReadFile reads a workflow file, refusing one larger than
 // [MaxWorkflowSize] (the error wraps [cas.ErrTooLarge]) before reading it
 // whole. The caller then passes the bytes to [Parse].
-func ReadFile(path string) ([]byte, error) { return readWorkflowFile(path) }
-
-func readWorkflowFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := cas.ReadLimited(f, MaxWorkflowSize)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
-}
+func ReadFile(path string) ([]byte, error) { return yamldoc.ReadFile(path, MaxWorkflowSize) }
 
 // Show returns a stored workflow version: by registered name first, then
 // by hash. The error wraps [cas.ErrNotFound] if neither matches and

@@ -8,41 +8,19 @@ import (
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/yamldoc"
 	"github.com/uncaged/uwf/moderator"
 )
 
 // MaxNameLen is the longest workflow or role name: workflows/<name> must
 // be a valid ref name (200 characters at most).
-const MaxNameLen = 190
+const MaxNameLen = yamldoc.MaxNameLen
 
 const suspendInGraph = moderator.Suspend + " never appears in the graph: it is the status any role outputs to ask for a human"
 
-// nameProblem says what is wrong with a workflow or role name, or "".
-func nameProblem(s string) string {
-	if s == "" {
-		return "is empty"
-	}
-	if len(s) > MaxNameLen {
-		return fmt.Sprintf("is %d characters, at most %d are allowed", len(s), MaxNameLen)
-	}
-	ok := isAlnum(s[0])
-	for i := 1; ok && i < len(s); i++ {
-		c := s[i]
-		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
-	}
-	if !ok {
-		return "may use only letters, digits, '.', '_' and '-', and must start with a letter or digit"
-	}
-	return ""
-}
-
-func isAlnum(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
-
 // ValidName reports whether s can name a workflow or a role:
 // [A-Za-z0-9][A-Za-z0-9._-]*, at most [MaxNameLen] characters.
-func ValidName(s string) bool { return nameProblem(s) == "" }
+func ValidName(s string) bool { return yamldoc.NameProblem(s) == "" }
 
 // check adds every semantic problem of w to ps (the rules of SPEC §6 and
 // docs/WORKFLOWS.md). It runs on parsed workflows and on workflows built in
@@ -57,24 +35,24 @@ func (w *Workflow) check(ps *problems) {
 	switch {
 	case w.flagged[posKey{a: "name"}]:
 	case w.Name == "" && !w.has(posKey{a: "name"}):
-		ps.add(top, "missing name")
+		ps.Add(top, "missing name")
 	default:
-		if why := nameProblem(w.Name); why != "" {
-			ps.add(w.at(posKey{a: "name"}), "name: %s %s", strconv.Quote(w.Name), why)
+		if why := yamldoc.NameProblem(w.Name); why != "" {
+			ps.Add(w.at(posKey{a: "name"}), "name: %s %s", strconv.Quote(w.Name), why)
 		}
 	}
 	if w.MaxSteps < 0 {
-		ps.add(w.at(posKey{a: "maxSteps"}), "maxSteps: must be a positive integer, not %d", w.MaxSteps)
+		ps.Add(w.at(posKey{a: "maxSteps"}), "maxSteps: must be a positive integer, not %d", w.MaxSteps)
 	}
 
 	// Roles and their schemas.
 	if len(w.Roles) == 0 {
 		if w.has(posKey{a: "roles"}) {
 			if w.Roles != nil {
-				ps.add(w.at(posKey{a: "roles"}), "roles: a workflow needs at least one role")
+				ps.Add(w.at(posKey{a: "roles"}), "roles: a workflow needs at least one role")
 			}
 		} else {
-			ps.add(top, "missing roles")
+			ps.Add(top, "missing roles")
 		}
 	}
 	info := map[string]statusInfo{} // roles whose schema compiled and is not flagged
@@ -82,16 +60,16 @@ func (w *Workflow) check(ps *problems) {
 		at := w.at(posKey{a: "roles", b: name})
 		switch {
 		case name == moderator.Start:
-			ps.add(at, "roles.%s: %s is reserved for the graph's source; it cannot be a role", name, name)
+			ps.Add(at, "roles.%s: %s is reserved for the graph's source; it cannot be a role", name, name)
 		case name == moderator.End:
-			ps.add(at, "roles.%s: %s is reserved for the graph's end; it cannot be a role", name, name)
+			ps.Add(at, "roles.%s: %s is reserved for the graph's end; it cannot be a role", name, name)
 		case name == moderator.Suspend:
-			ps.add(at, "roles.%s: %s is reserved for the status that asks for a human; it cannot be a role", name, name)
+			ps.Add(at, "roles.%s: %s is reserved for the status that asks for a human; it cannot be a role", name, name)
 		case strings.HasPrefix(name, "$"):
-			ps.add(at, "roles.%s: role names may not start with \"$\" (reserved for the engine)", name)
+			ps.Add(at, "roles.%s: role names may not start with \"$\" (reserved for the engine)", name)
 		default:
-			if why := nameProblem(name); why != "" {
-				ps.add(at, "roles.%s: role name %s %s", name, strconv.Quote(name), why)
+			if why := yamldoc.NameProblem(name); why != "" {
+				ps.Add(at, "roles.%s: role name %s %s", name, strconv.Quote(name), why)
 			}
 		}
 		if strings.HasPrefix(name, "$") {
@@ -104,7 +82,7 @@ func (w *Workflow) check(ps *problems) {
 
 	// The graph.
 	if w.Graph == nil && !w.has(posKey{a: "graph"}) {
-		ps.add(top, "missing graph")
+		ps.Add(top, "missing graph")
 		return
 	}
 	if w.flagged[posKey{a: "graph"}] {
@@ -125,20 +103,20 @@ func (w *Workflow) check(ps *problems) {
 			// not all of its statuses were read: reported
 		case from == moderator.Start:
 			if _, ok := w.Graph[from][moderator.StatusNew]; !ok {
-				ps.add(fromAt, "%s: missing status %q", path, moderator.StatusNew)
+				ps.Add(fromAt, "%s: missing status %q", path, moderator.StatusNew)
 			}
 		case from == moderator.End:
-			ps.add(fromAt, "%s: %s is a target only; it cannot have edges", path, from)
+			ps.Add(fromAt, "%s: %s is a target only; it cannot have edges", path, from)
 		case from == moderator.Suspend:
-			ps.add(fromAt, "%s: %s", path, suspendInGraph)
+			ps.Add(fromAt, "%s: %s", path, suspendInGraph)
 		case w.Roles[from] == nil:
 			if _, ok := w.Roles[from]; !ok {
-				ps.add(fromAt, "%s: unknown role %s (roles: %s)", path, strconv.Quote(from), roleList)
+				ps.Add(fromAt, "%s: unknown role %s (roles: %s)", path, strconv.Quote(from), roleList)
 			}
 		case pinned && si.Pinned:
 			for _, st := range si.statuses() {
 				if _, ok := w.Graph[from][st]; !ok && !reservedStatus(st) {
-					ps.add(fromAt, "%s: missing status %s", path, strconv.Quote(st))
+					ps.Add(fromAt, "%s: missing status %s", path, strconv.Quote(st))
 				}
 			}
 		}
@@ -147,7 +125,7 @@ func (w *Workflow) check(ps *problems) {
 		}
 	}
 	if _, ok := w.Graph[moderator.Start]; !ok {
-		ps.add(graphAt, "graph: missing %s (the entry of every new thread: %s: { new: { role: ..., prompt: ... } })", moderator.Start, moderator.Start)
+		ps.Add(graphAt, "graph: missing %s (the entry of every new thread: %s: { new: { role: ..., prompt: ... } })", moderator.Start, moderator.Start)
 	}
 
 	// Every role has edges and is reachable; some edge ends the thread.
@@ -172,17 +150,17 @@ func (w *Workflow) check(ps *problems) {
 		}
 		if _, ok := w.Graph[name]; !ok {
 			if si, ok := info[name]; ok && si.Pinned {
-				ps.add(at, "roles.%s: no graph entry (graph.%s must give its statuses: %s)", name, name, strings.Join(si.statuses(), ", "))
+				ps.Add(at, "roles.%s: no graph entry (graph.%s must give its statuses: %s)", name, name, strings.Join(si.statuses(), ", "))
 			} else {
-				ps.add(at, "roles.%s: no graph entry", name)
+				ps.Add(at, "roles.%s: no graph entry", name)
 			}
 		}
 		if hasStart && !partial && !reached[name] {
-			ps.add(at, "roles.%s: not reachable from %s", name, moderator.Start)
+			ps.Add(at, "roles.%s: not reachable from %s", name, moderator.Start)
 		}
 	}
 	if len(w.Graph) > 0 && !partial && !slices.Contains(w.Graph.Targets(), moderator.End) {
-		ps.add(graphAt, "graph: no edge leads to %s, so a thread could never finish", moderator.End)
+		ps.Add(graphAt, "graph: no edge leads to %s, so a thread could never finish", moderator.End)
 	}
 }
 
@@ -209,14 +187,14 @@ func (w *Workflow) checkSchema(ps *problems, name string) (statusInfo, bool) {
 	path := "roles." + name + ".frontmatter"
 	if r.Frontmatter == nil {
 		if w.has(fmKey) {
-			ps.add(at, "%s: is empty: write the JSON Schema of the role's output", path)
+			ps.Add(at, "%s: is empty: write the JSON Schema of the role's output", path)
 		} else {
-			ps.add(at, "roles.%s: missing frontmatter (the JSON Schema of the role's output)", name)
+			ps.Add(at, "roles.%s: missing frontmatter (the JSON Schema of the role's output)", name)
 		}
 		return statusInfo{}, false
 	}
 	if _, err := cas.CompileSchema(r.Frontmatter); err != nil {
-		ps.add(at, "%s: invalid JSON Schema: %s", path, casMessage(err))
+		ps.Add(at, "%s: invalid JSON Schema: %s", path, casMessage(err))
 		return statusInfo{}, false
 	}
 	si := analyse(r.Frontmatter)
@@ -225,26 +203,26 @@ func (w *Workflow) checkSchema(ps *problems, name string) (statusInfo, bool) {
 		if err != nil {
 			b = []byte(fmt.Sprint(v))
 		}
-		ps.add(at, "%s: status value %s is not a string", path, b)
+		ps.Add(at, "%s: status value %s is not a string", path, b)
 	}
 	if !si.Pinned {
-		ps.add(at, "%s: the schema does not pin status to a const or an enum (nor is it a oneOf or anyOf of variants that each do)", path)
+		ps.Add(at, "%s: the schema does not pin status to a const or an enum (nor is it a oneOf or anyOf of variants that each do)", path)
 		return si, true
 	}
 	if len(si.Statuses) == 0 {
-		ps.add(at, "%s: the schema admits no status for role %s: its const, enum and variants for status share no string value, so no output can validate", path, name)
+		ps.Add(at, "%s: the schema admits no status for role %s: its const, enum and variants for status share no string value, so no output can validate", path, name)
 		return si, false
 	}
 	for _, st := range si.statuses() {
 		switch {
 		case st == "":
-			ps.add(at, "%s: status \"\" is empty", path)
+			ps.Add(at, "%s: status \"\" is empty", path)
 		case st == moderator.Suspend:
-			ps.add(at, "%s: status %q is reserved: any role may output it to ask for a human, so no schema lists it", path, st)
+			ps.Add(at, "%s: status %q is reserved: any role may output it to ask for a human, so no schema lists it", path, st)
 		case strings.HasPrefix(st, "$"):
-			ps.add(at, "%s: status %q is reserved: statuses starting with \"$\" belong to the engine", path, st)
+			ps.Add(at, "%s: status %q is reserved: statuses starting with \"$\" belong to the engine", path, st)
 		case st == moderator.StatusNew:
-			ps.add(at, "%s: status %q is reserved for %s (a new thread)", path, st, moderator.Start)
+			ps.Add(at, "%s: status %q is reserved for %s (a new thread)", path, st, moderator.Start)
 		}
 	}
 	return si, true
@@ -259,14 +237,14 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	si, known := info[from]
 	switch {
 	case status == moderator.Suspend:
-		ps.add(at, "%s: %s", path, suspendInGraph)
+		ps.Add(at, "%s: %s", path, suspendInGraph)
 		return
 	case status == "":
-		ps.add(at, "%s: a status may not be empty", path)
+		ps.Add(at, "%s: a status may not be empty", path)
 	case from == moderator.Start && status != moderator.StatusNew:
-		ps.add(at, "%s: %s has only the status %q", path, moderator.Start, moderator.StatusNew)
+		ps.Add(at, "%s: %s has only the status %q", path, moderator.Start, moderator.StatusNew)
 	case known && si.Pinned && !slices.Contains(si.Statuses, status):
-		ps.add(at, "%s: status %s is not in the %s schema (%s)", path, strconv.Quote(status), from, strings.Join(si.statuses(), ", "))
+		ps.Add(at, "%s: status %s is not in the %s schema (%s)", path, strconv.Quote(status), from, strings.Join(si.statuses(), ", "))
 		known = false // no variant to look fields up in
 	}
 
@@ -275,15 +253,15 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	switch {
 	case w.flagged[edgeKey]:
 	case e.Role == "" && !w.has(posKey{a: "graph", b: from, c: status, d: "role"}):
-		ps.add(at, "%s: missing role", path)
+		ps.Add(at, "%s: missing role", path)
 	case e.Role == moderator.Start:
-		ps.add(roleAt, "%s.role: %s is the graph's source only; it cannot be a target", path, moderator.Start)
+		ps.Add(roleAt, "%s.role: %s is the graph's source only; it cannot be a target", path, moderator.Start)
 	case e.Role == moderator.Suspend:
-		ps.add(roleAt, "%s.role: %s", path, suspendInGraph)
+		ps.Add(roleAt, "%s.role: %s", path, suspendInGraph)
 	case e.Role == moderator.End:
 	default:
 		if _, ok := w.Roles[e.Role]; !ok {
-			ps.add(roleAt, "%s.role: unknown role %s (roles: %s; or %s)", path, strconv.Quote(e.Role), roleList, moderator.End)
+			ps.Add(roleAt, "%s.role: unknown role %s (roles: %s; or %s)", path, strconv.Quote(e.Role), roleList, moderator.End)
 		}
 	}
 
@@ -293,9 +271,9 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 	if err != nil {
 		var me *moderator.Error
 		if errors.As(err, &me) {
-			ps.add(promptAt, "%s.prompt: bad template at offset %d: %s", path, me.Offset, me.Detail)
+			ps.Add(promptAt, "%s.prompt: bad template at offset %d: %s", path, me.Offset, me.Detail)
 		} else {
-			ps.add(promptAt, "%s.prompt: bad template: %s", path, err.Error())
+			ps.Add(promptAt, "%s.prompt: bad template: %s", path, err.Error())
 		}
 		return
 	}
@@ -307,7 +285,7 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 		for i, f := range fields {
 			quoted[i] = strconv.Quote(f)
 		}
-		ps.add(promptAt, "%s.prompt: the %s prompt may not name fields (it names %s): a new thread has no output to fill them", path, moderator.Start, strings.Join(quoted, ", "))
+		ps.Add(promptAt, "%s.prompt: the %s prompt may not name fields (it names %s): a new thread has no output to fill them", path, moderator.Start, strings.Join(quoted, ", "))
 		return
 	}
 	if !known {
@@ -331,7 +309,7 @@ func (w *Workflow) checkEdge(ps *problems, from, status string, info map[string]
 			} else {
 				why = fmt.Sprintf("%s has no property %s", strconv.Quote(strings.Join(segs[:i], ".")), strconv.Quote(segs[i]))
 			}
-			ps.add(promptAt, "%s.prompt: field %s is not in the %s schema%s (%s)", path, strconv.Quote(f), from, forStatus, why)
+			ps.Add(promptAt, "%s.prompt: field %s is not in the %s schema%s (%s)", path, strconv.Quote(f), from, forStatus, why)
 			break
 		}
 	}

@@ -72,9 +72,6 @@ func (w *Workflow) RoleNames() []string {
 	return names
 }
 
-// position is a 1-based line and column in the parsed file; zero if unknown.
-type position struct{ line, col int }
-
 // posKey names a place in a workflow file: {"name"}, {"roles", role},
 // {"roles", role, "frontmatter"}, {"graph", from, status, "prompt"}, ...
 type posKey struct{ a, b, c, d string }

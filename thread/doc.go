@@ -27,7 +27,7 @@
 // Everything recorded from an agent (raw output, stderr, failed attempts,
 // the error of a failed run) is masked before extraction and storage:
 // each known secret of at least 8 bytes (the store URL's password in
-// [RunOptions.Store], the config's [registry.Config.Secrets],
+// [RunOptions.Store], the config's [config.Config.Secrets],
 // [RunOptions.Secrets]) reads "********".
 //
 // # Concurrency

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -98,13 +99,13 @@ func TestUnknownAgentCreatesNothing(t *testing.T) {
 		opts *thread.RunOptions
 		is   error
 	}{
-		{"unknown --agent", &thread.RunOptions{Agent: "nope"}, registry.ErrUnknownAgent},
-		{"no agent at all", &thread.RunOptions{}, registry.ErrNoAgent},
+		{"unknown --agent", &thread.RunOptions{Agent: "nope"}, agent.ErrUnknownAgent},
+		{"no agent at all", &thread.RunOptions{}, agent.ErrNoAgent},
 		{"replay of a missing thread", &thread.RunOptions{Agent: "replay:01JGJFGR4E0000000000000999"}, cas.ErrNotFound},
 		{"replay of a bad id", &thread.RunOptions{Agent: "replay:xyz"}, thread.ErrInvalidID},
 		{"llm without a model", &thread.RunOptions{Agent: "llm"}, nil},
 		{"human without a terminal", &thread.RunOptions{Agent: "human"}, nil},
-		{"a command that is not there", &thread.RunOptions{Config: config(t, "agents:\n  gone: {command: /nonexistent/agent}\ndefaultAgent: gone\n")}, fs.ErrNotExist},
+		{"a command that is not there", &thread.RunOptions{Config: parseConfig(t, "agents:\n  gone: {command: /nonexistent/agent}\ndefaultAgent: gone\n")}, fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := te.threadRefs()
@@ -131,7 +132,7 @@ func TestUnknownAgentCreatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := te.head(f)
-	if _, err := te.e.Step(te.ctx, f, &thread.RunOptions{Agent: "nope"}); !errors.Is(err, registry.ErrUnknownAgent) || !errors.Is(err, cas.ErrNotFound) {
+	if _, err := te.e.Step(te.ctx, f, &thread.RunOptions{Agent: "nope"}); !errors.Is(err, agent.ErrUnknownAgent) || !errors.Is(err, cas.ErrNotFound) {
 		t.Errorf("Step --agent nope = %v, want ErrUnknownAgent", err)
 	}
 	if te.head(f) != head {
@@ -187,7 +188,7 @@ printf -- '---\nstatus: finished\nnote: "%[1]s %[3]s"\n---\nbody %[2]s %[4]s %[5
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := registry.LoadConfig(home)
+	cfg, err := config.Load(home, agent.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}

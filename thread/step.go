@@ -13,6 +13,7 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/extract"
 	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/moderator"
@@ -32,7 +33,7 @@ type RunOptions struct {
 	// config's agentOverrides, then its defaultAgent.
 	Agent string
 	// Config is the uwf configuration; nil means an empty one.
-	Config *registry.Config
+	Config *config.Config
 	// Home and Store are given to agent commands as UWF_HOME and
 	// UWF_STORE.
 	Home, Store string
@@ -57,7 +58,7 @@ type RunOptions struct {
 	// DefaultMaxSteps. A workflow's own maxSteps always wins.
 	MaxSteps int
 	// Secrets are values to mask, besides those uwf knows: the
-	// password of Store and Config's [registry.Config.Secrets].
+	// password of Store and Config's [config.Config.Secrets].
 	// Everything recorded from an agent (its raw output, stderr, failed
 	// attempts, the error of a failed run) has each known secret of at
 	// least 8 bytes replaced by "********" before it is extracted or
@@ -248,9 +249,9 @@ func (e *Engine) StepN(ctx context.Context, id string, n int, opts *RunOptions) 
 // done, suspended (by its agent or its step limit) or fails.
 //
 // Before it creates the thread it checks that every role of the workflow
-// has an agent that can run: the error wraps [registry.ErrUnknownAgent]
+// has an agent that can run: the error wraps [agent.ErrUnknownAgent]
 // (and so [cas.ErrNotFound]) for a name that is neither configured nor
-// built in, [registry.ErrNoAgent] when nothing names one, [cas.ErrNotFound]
+// built in, [agent.ErrNoAgent] when nothing names one, [cas.ErrNotFound]
 // for replay:<thread> of a thread that does not exist, [os/exec.ErrNotFound]
 // (or an [io/fs] error) for a command that cannot be found from cwd; it also
 // refuses llm without a model and human without a terminal. Then no
@@ -276,7 +277,7 @@ func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string,
 
 // CheckAgent checks the agent named by opts.Agent (the --agent flag), if
 // any, without running anything: the error wraps
-// [registry.ErrUnknownAgent] (and so [cas.ErrNotFound]) for a name that is
+// [agent.ErrUnknownAgent] (and so [cas.ErrNotFound]) for a name that is
 // neither configured nor built in, [ErrInvalidID] for replay: with a bad
 // thread id, [cas.ErrNotFound] for replay:<thread> of a thread that does
 // not exist. [Engine.Step] and [Engine.Run] check it before they write
@@ -285,31 +286,20 @@ func (e *Engine) CheckAgent(ctx context.Context, opts *RunOptions) error {
 	if opts == nil || opts.Agent == "" {
 		return nil
 	}
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = &registry.Config{}
-	}
-	name, _, err := cfg.AgentFor("", "", opts.Agent)
+	name, _, err := agent.Resolve(opts.Config, "", "", opts.Agent)
 	if err != nil {
 		return err
 	}
-	return e.replaySourceExists(ctx, name)
+	return agent.CheckName(ctx, name, e.agentOptions("", "", opts))
 }
 
-// replaySourceExists checks the source thread of a replay:<thread> agent.
-func (e *Engine) replaySourceExists(ctx context.Context, name string) error {
-	src, ok := strings.CutPrefix(name, "replay:")
-	if !ok {
-		return nil
+// agentOptions are what building an agent for role of workflow needs.
+func (e *Engine) agentOptions(workflow, role string, opts *RunOptions) *agent.Options {
+	return &agent.Options{
+		Config: opts.Config, Workflow: workflow, Role: role, Seed: opts.Seed,
+		HumanIn: opts.HumanIn, HumanOut: opts.HumanOut, HumanInput: opts.HumanInput,
+		HTTPClient: opts.HTTPClient, Threads: threads{e},
 	}
-	id, err := ParseID(src)
-	if err != nil {
-		return fmt.Errorf("agent %s: %w", name, err)
-	}
-	if _, err := e.Head(ctx, id); err != nil {
-		return fmt.Errorf("agent %s: %w", name, err)
-	}
-	return nil
 }
 
 // checkAgents checks that every role of wf has an agent that can run from
@@ -318,13 +308,9 @@ func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, cwd str
 	if err := e.CheckAgent(ctx, opts); err != nil {
 		return err
 	}
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = &registry.Config{}
-	}
 	checked := map[string]bool{}
 	for _, role := range slices.Sorted(maps.Keys(wf.Roles)) {
-		name, spec, err := cfg.AgentFor(wf.Name, role, opts.Agent)
+		name, spec, err := agent.Resolve(opts.Config, wf.Name, role, opts.Agent)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
 		}
@@ -332,23 +318,8 @@ func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, cwd str
 			continue
 		}
 		checked[name] = true
-		switch {
-		case name == "human":
-			if opts.HumanInput == "" && (opts.HumanIn == nil || opts.HumanOut == nil) {
-				return fmt.Errorf("role %s: the human agent needs a terminal (or --input FILE)", role)
-			}
-		case name == "llm":
-			if _, err := e.makeLLM(wf.Name, role, cfg, opts); err != nil {
-				return fmt.Errorf("role %s: agent llm: %w", role, err)
-			}
-		case strings.HasPrefix(name, "replay:"):
-			if err := e.replaySourceExists(ctx, name); err != nil {
-				return err
-			}
-		case spec.Command != "":
-			if err := agent.NewCommand(name, agent.CommandSpec{Command: spec.Command}).Check(cwd); err != nil {
-				return fmt.Errorf("role %s: %w", role, err)
-			}
+		if err := agent.Check(ctx, name, spec, cwd, e.agentOptions(wf.Name, role, opts)); err != nil {
+			return fmt.Errorf("role %s: %w", role, err)
 		}
 	}
 	return nil
@@ -505,20 +476,16 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
 	}
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = &registry.Config{}
-	}
-	agentName, spec, err := cfg.AgentFor(wf.Name, d.Role, opts.Agent)
+	agentName, spec, err := agent.Resolve(opts.Config, wf.Name, d.Role, opts.Agent)
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
 	}
-	ag, err := e.makeAgent(ctx, agentName, spec, wf.Name, d.Role, cfg, opts)
+	ag, err := agent.New(ctx, agentName, spec, e.agentOptions(wf.Name, d.Role, opts))
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: role %s: %w", id, d.Role, err)
 	}
 	var llm extract.JSONExtractor
-	if l, err := e.makeLLM(wf.Name, d.Role, cfg, opts); err == nil {
+	if l, err := agent.LLMFor(opts.Config, wf.Name, d.Role, opts.HTTPClient); err == nil {
 		llm = l
 	}
 	reading, err := e.ReadChain(ctx, id, head.Hash, ReadOptions{Quota: opts.Quota})
@@ -533,7 +500,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		Thread: id, Workflow: wf.Name, Role: d.Role, Cwd: pos.start.Start.Cwd, Home: opts.Home, Store: opts.Store,
 		Schema: role.Frontmatter, Statuses: walkOrder(wf, d.Role),
 	}
-	if agentName == "synth" || strings.HasPrefix(agentName, "replay:") {
+	if _, ok := ag.(agent.StepCounter); ok {
 		if req.StepIndex, req.RoleRuns, err = e.counts(ctx, head.Hash, d.Role); err != nil {
 			return nil, err
 		}
@@ -734,69 +701,47 @@ func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, ro
 	return &StepError{Thread: id, Role: role, Agent: agentName, Failure: fh, Err: cause}
 }
 
-// makeAgent builds the agent named name.
-func (e *Engine) makeAgent(ctx context.Context, name string, spec registry.AgentConfig, wf, role string, cfg *registry.Config, opts *RunOptions) (agent.Agent, error) {
-	switch {
-	case name == "synth":
-		return agent.NewSynth(opts.Seed), nil
-	case name == "human":
-		if opts.HumanInput != "" {
-			return agent.NewHumanInput(opts.HumanInput), nil
-		}
-		if opts.HumanIn == nil || opts.HumanOut == nil {
-			return nil, errors.New("the human agent needs a terminal (or --input FILE)")
-		}
-		return agent.NewHuman(opts.HumanIn, opts.HumanOut), nil
-	case name == "llm":
-		return e.makeLLM(wf, role, cfg, opts)
-	case strings.HasPrefix(name, "replay:"):
-		return e.makeReplay(ctx, strings.TrimPrefix(name, "replay:"))
-	}
-	return agent.NewCommand(name, agent.CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout}), nil
-}
+// threads gives the replay agent its source thread from the engine's
+// store.
+type threads struct{ e *Engine }
 
-// makeLLM builds the llm agent for role from the config's model.
-func (e *Engine) makeLLM(wf, role string, cfg *registry.Config, opts *RunOptions) (*agent.LLM, error) {
-	name, m, p, ok := cfg.ModelFor(wf, role)
-	if !ok {
-		return nil, errors.New("no model configured: set defaultModel (and its provider) in config.yaml")
-	}
-	key := ""
-	if p.APIKeyEnv != "" {
-		var found bool
-		if key, found = cfg.Secret(p.APIKeyEnv); !found {
-			return nil, fmt.Errorf("model %s: the API key variable %s is not set (in the environment or <home>/.env)", name, p.APIKeyEnv)
-		}
-	}
-	return agent.NewLLM(agent.LLMConfig{BaseURL: p.BaseURL, APIKey: key, Model: m.Model, HTTPClient: opts.HTTPClient}), nil
-}
-
-// makeReplay builds a replay agent from the recorded raw outputs of the
-// steps of thread source, oldest first.
-func (e *Engine) makeReplay(ctx context.Context, source string) (agent.Agent, error) {
-	src, err := ParseID(source)
+// CheckThread returns nil if thread id exists.
+func (t threads) CheckThread(ctx context.Context, id string) error {
+	src, err := ParseID(id)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return err
+	}
+	_, err = t.e.Head(ctx, src)
+	return err
+}
+
+// Recorded returns the canonical spelling of id and the recorded raw
+// outputs of the thread's steps, oldest first.
+func (t threads) Recorded(ctx context.Context, id string) (string, []agent.Recorded, error) {
+	e := t.e
+	src, err := ParseID(id)
+	if err != nil {
+		return "", nil, err
 	}
 	head, err := e.Head(ctx, src)
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return "", nil, err
 	}
 	var steps []agent.Recorded
 	for n, err := range e.OldestFirst(ctx, head) {
 		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
+			return "", nil, err
 		}
 		if n.Kind != KindStep {
 			continue
 		}
 		rec, err := e.recorded(ctx, n)
 		if err != nil {
-			return nil, fmt.Errorf("replay: step %s: %w", n.Hash, err)
+			return "", nil, fmt.Errorf("step %s: %w", n.Hash, err)
 		}
 		steps = append(steps, rec)
 	}
-	return agent.NewReplay(src, steps), nil
+	return src, steps, nil
 }
 
 // recorded reads a step's raw output and failed attempts.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/extract"
 	"github.com/uncaged/uwf/registry"
@@ -77,9 +78,9 @@ func (te *tenv) outputs(id string) []cas.Hash {
 	return out
 }
 
-func config(t *testing.T, text string) *registry.Config {
+func parseConfig(t *testing.T, text string) *config.Config {
 	t.Helper()
-	c, err := registry.ParseConfig("config.yaml", []byte(text))
+	c, err := config.Parse("config.yaml", []byte(text), agent.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ esac
 `)
 	out := filepath.Join(dir, "out")
 	os.Mkdir(out, 0o755)
-	cfg := config(t, fmt.Sprintf("agents:\n  sh:\n    command: %s\n    env: {OUT: %s}\ndefaultAgent: sh\n", agentPath, out))
+	cfg := parseConfig(t, fmt.Sprintf("agents:\n  sh:\n    command: %s\n    env: {OUT: %s}\ndefaultAgent: sh\n", agentPath, out))
 	cwd := t.TempDir()
 	id, _, err := te.e.Run(te.ctx, wf, "Build the thing", cwd, &thread.RunOptions{Config: cfg, Home: "/h", Store: "/s"})
 	if err != nil {
@@ -296,7 +297,7 @@ func TestStepFailures(t *testing.T) {
 			if tc.timeout != "" {
 				text += "    timeout: " + tc.timeout + "\n"
 			}
-			cfg := config(t, text+"defaultAgent: a\n")
+			cfg := parseConfig(t, text+"defaultAgent: a\n")
 			id, head, err := te.e.Start(te.ctx, wf, "task", t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -352,7 +353,7 @@ esac
 `)
 	out := filepath.Join(dir, "out")
 	os.Mkdir(out, 0o755)
-	cfg := config(t, fmt.Sprintf("agents:\n  sh:\n    command: %s\n    env: {OUT: %s}\ndefaultAgent: sh\n", agentPath, out))
+	cfg := parseConfig(t, fmt.Sprintf("agents:\n  sh:\n    command: %s\n    env: {OUT: %s}\ndefaultAgent: sh\n", agentPath, out))
 	opts := &thread.RunOptions{Config: cfg}
 	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
 	if err != nil {
@@ -441,10 +442,10 @@ graph:
 `
 
 // loopAgent answers "again" forever.
-func loopAgent(t *testing.T) *registry.Config {
+func loopAgent(t *testing.T) *config.Config {
 	t.Helper()
 	p := script(t, t.TempDir(), "again.sh", "cat >/dev/null; printf -- '---\\nstatus: again\\n---\\n'\n")
-	return config(t, "agents:\n  again:\n    command: "+p+"\ndefaultAgent: again\n")
+	return parseConfig(t, "agents:\n  again:\n    command: "+p+"\ndefaultAgent: again\n")
 }
 
 func countSteps(roles []string) int {
@@ -513,7 +514,7 @@ func TestRemoveFailedThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := rs[0].Head
-	bad := config(t, "agents:\n  bad:\n    command: "+script(t, t.TempDir(), "bad.sh", "echo no frontmatter here\n")+"\ndefaultAgent: bad\n")
+	bad := parseConfig(t, "agents:\n  bad:\n    command: "+script(t, t.TempDir(), "bad.sh", "echo no frontmatter here\n")+"\ndefaultAgent: bad\n")
 	_, err = te.e.Step(te.ctx, doomed, &thread.RunOptions{Config: bad, Agent: "bad"})
 	var se *thread.StepError
 	if !errors.As(err, &se) {
@@ -585,7 +586,7 @@ graph:
     finished: {role: $END, prompt: "Finished."}
 `)
 	p := script(t, t.TempDir(), "fin.sh", "cat >/dev/null; printf -- '---\\nstatus: finished\\n---\\n'\n")
-	cfg := config(t, "agents:\n  fin:\n    command: "+p+"\ndefaultAgent: fin\n")
+	cfg := parseConfig(t, "agents:\n  fin:\n    command: "+p+"\ndefaultAgent: fin\n")
 	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Config: cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 
+	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/moderator"
-	"github.com/uncaged/uwf/registry"
 )
 
 // configCommand is "uwf config": <home>/config.yaml.
@@ -72,7 +73,7 @@ Prints nothing; with --json, the setting as "config get --json" prints it.`,
 					if err != nil {
 						return err
 					}
-					if err := registry.SetConfigValue(home, c.Args().Get(0), c.Args().Get(1)); err != nil {
+					if err := config.Set(home, c.Args().Get(0), c.Args().Get(1), agent.Builtins()); err != nil {
 						return err
 					}
 					if s.json {
@@ -141,7 +142,7 @@ func runConfigGet(w io.Writer, s *session, path string) error {
 	if err != nil {
 		return err
 	}
-	v = registry.Masked(path, v)
+	v = config.Masked(path, v)
 	if s.json {
 		return writeJSON(w, struct {
 			Path  string `json:"path"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/thread"
@@ -320,7 +321,7 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 	}
 	if agentName != "" {
 		// An unknown --agent is refused before the store is opened.
-		if _, _, err := cfg.AgentFor("", "", agentName); err != nil {
+		if _, _, err := agent.Resolve(cfg, "", "", agentName); err != nil {
 			return nil, err
 		}
 	}

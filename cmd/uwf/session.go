@@ -15,11 +15,12 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/urfave/cli/v2"
 
+	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/internal/secret"
-	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -238,12 +239,12 @@ func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err e
 
 // config reads <home>/config.yaml (an absent file is an empty config) and
 // adds its secrets to those the session masks.
-func (s *session) config() (*registry.Config, error) {
+func (s *session) config() (*config.Config, error) {
 	home, err := s.homeDir()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := registry.LoadConfig(home)
+	cfg, err := config.Load(home, agent.Builtins())
 	if err != nil {
 		return nil, err
 	}

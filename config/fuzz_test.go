@@ -1,14 +1,14 @@
-package registry_test
+package config_test
 
 import (
 	"testing"
 
-	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/config"
 )
 
-// FuzzParseConfig feeds arbitrary bytes to the config.yaml parser: it never
+// FuzzParse feeds arbitrary bytes to the config.yaml parser: it never
 // panics, and a config it accepts lists only settings it can get back.
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte("agents:\n  coder: {command: x, args: [a], timeout: 10m}\ndefaultAgent: coder\n"))
 	f.Add([]byte("providers:\n  p: {baseURL: http://x, apiKeyEnv: K}\nmodels:\n  m: {provider: p, model: g}\ndefaultModel: m\n"))
 	f.Add([]byte("agentOverrides: {wf: {role: synth}}\n"))
@@ -17,7 +17,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("secrets: [1x, {a: b}]\n"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := registry.ParseConfig("config.yaml", data)
+		c, err := config.Parse("config.yaml", data, builtins{})
 		if err != nil {
 			return
 		}

@@ -1,7 +1,8 @@
-package registry
+package config
 
 import (
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +43,27 @@ func TestParseDotEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseDotEnv feeds arbitrary bytes to the .env parser: it never
+// panics, every variable it returns has a valid name, and every error
+// names the file.
+func FuzzParseDotEnv(f *testing.F) {
+	f.Add([]byte("A=1\nexport B='x y'\nC=\"a\\nb\" # c\n"))
+	f.Add([]byte("\uFEFFA=1\r\n# c\n\nB=\n"))
+	f.Add([]byte("A='x\nB=\"y\n1A=z\nJUSTAKEY\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := parseDotEnv(".env", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), ".env:") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for k := range env {
+			if !validEnvName(k) {
+				t.Fatalf("parseDotEnv(%q) returned the invalid name %q", data, k)
+			}
+		}
+	})
 }

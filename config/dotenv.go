@@ -1,8 +1,10 @@
-package registry
+package config
 
 import (
 	"strconv"
 	"strings"
+
+	"github.com/uncaged/uwf/internal/yamldoc"
 )
 
 // parseDotEnv reads a .env file: one KEY=VALUE per line; blank lines and
@@ -12,10 +14,10 @@ import (
 // comment). A later line wins over an earlier one. The error is a
 // *ValidationError naming each bad line.
 func parseDotEnv(file string, data []byte) (map[string]string, error) {
-	ps := &problems{file: file}
+	ps := &yamldoc.Problems{File: file}
 	env := map[string]string{}
 	for i, line := range strings.Split(string(data), "\n") {
-		at := position{line: i + 1}
+		at := yamldoc.Position{Line: i + 1}
 		line = strings.TrimSuffix(line, "\r")
 		if i == 0 {
 			line = strings.TrimPrefix(line, "\uFEFF")
@@ -30,21 +32,21 @@ func parseDotEnv(file string, data []byte) (map[string]string, error) {
 		key, raw, ok := strings.Cut(s, "=")
 		key = strings.TrimSpace(key)
 		if !ok {
-			ps.add(at, "expected KEY=VALUE")
+			ps.Add(at, "expected KEY=VALUE")
 			continue
 		}
 		if !validEnvName(key) {
-			ps.add(at, "invalid variable name %s", strconv.Quote(key))
+			ps.Add(at, "invalid variable name %s", strconv.Quote(key))
 			continue
 		}
 		val, msg := dotEnvValue(strings.TrimSpace(raw))
 		if msg != "" {
-			ps.add(at, "%s: %s", key, msg)
+			ps.Add(at, "%s: %s", key, msg)
 			continue
 		}
 		env[key] = val
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return env, nil

@@ -1,7 +1,8 @@
-package registry_test
+package config_test
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/config"
 )
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // exampleConfig is the config.yaml of docs/WORKFLOWS.md.
 const exampleConfig = `# uwf configuration
@@ -63,29 +66,29 @@ func writeHome(t *testing.T, config string) string {
 	return home
 }
 
-func mustLoadConfig(t *testing.T, home string) *registry.Config {
+func mustLoad(t *testing.T, home string) *config.Config {
 	t.Helper()
-	c, err := registry.LoadConfig(home)
+	c, err := config.Load(home, builtins{})
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	return c
 }
 
-func TestLoadConfigExample(t *testing.T) {
-	c := mustLoadConfig(t, writeHome(t, exampleConfig))
-	want := &registry.Config{
-		Agents: map[string]registry.AgentConfig{
+func TestLoadExample(t *testing.T) {
+	c := mustLoad(t, writeHome(t, exampleConfig))
+	want := &config.Config{
+		Agents: map[string]config.Agent{
 			"claude": {Command: "claude", Args: []string{"-p", "--output-format", "text"}, Timeout: 20 * time.Minute},
 			"codex":  {Command: "/usr/local/bin/codex", Args: []string{"exec", "-"}, Env: map[string]string{"CODEX_HOME": "/tmp/codex", "GITHUB_TOKEN": "ghp_example"}},
 		},
 		DefaultAgent:   "claude",
 		AgentOverrides: map[string]map[string]string{"develop": {"reviewer": "codex", "tester": "human"}},
-		Providers: map[string]registry.ProviderConfig{
+		Providers: map[string]config.Provider{
 			"openai": {BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY"},
 			"local":  {BaseURL: "http://localhost:11434/v1"},
 		},
-		Models: map[string]registry.ModelConfig{
+		Models: map[string]config.Model{
 			"fast": {Provider: "openai", Model: "gpt-4o-mini"},
 			"qwen": {Provider: "local", Model: "qwen2.5-coder:7b"},
 		},
@@ -96,22 +99,22 @@ func TestLoadConfigExample(t *testing.T) {
 		!reflect.DeepEqual(c.AgentOverrides, want.AgentOverrides) || !reflect.DeepEqual(c.Providers, want.Providers) ||
 		!reflect.DeepEqual(c.Models, want.Models) || c.DefaultModel != want.DefaultModel ||
 		!reflect.DeepEqual(c.ModelOverrides, want.ModelOverrides) || !slices.Equal(c.SecretVars, []string{"DATABASE_URL"}) {
-		t.Errorf("LoadConfig =\n%+v\nwant\n%+v", c, want)
+		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
 	}
 }
 
-func TestLoadConfigMissing(t *testing.T) {
-	c := mustLoadConfig(t, t.TempDir())
+func TestLoadMissing(t *testing.T) {
+	c := mustLoad(t, t.TempDir())
 	if c.Agents != nil || c.DefaultAgent != "" {
 		t.Errorf("missing config = %+v", c)
 	}
-	c = mustLoadConfig(t, writeHome(t, "# nothing yet\n"))
+	c = mustLoad(t, writeHome(t, "# nothing yet\n"))
 	if len(c.List()) != 0 {
 		t.Errorf("comment-only config lists %v", c.List())
 	}
 }
 
-func TestLoadConfigErrors(t *testing.T) {
+func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, config, want string
 	}{
@@ -158,17 +161,17 @@ func TestLoadConfigErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			home := writeHome(t, tc.config)
-			_, err := registry.LoadConfig(home)
-			var ve *registry.ValidationError
+			_, err := config.Load(home, builtins{})
+			var ve *config.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, cas.ErrInvalid) {
-				t.Fatalf("LoadConfig = %v, want a *ValidationError", err)
+				t.Fatalf("Load = %v, want a *ValidationError", err)
 			}
 			if ve.File != filepath.Join(home, "config.yaml") {
 				t.Errorf("File = %q", ve.File)
 			}
 			got := strings.ReplaceAll(err.Error(), home+string(filepath.Separator), "")
 			if got != tc.want {
-				t.Errorf("LoadConfig error:\n%s\nwant:\n%s", got, tc.want)
+				t.Errorf("Load error:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
 	}
@@ -182,7 +185,7 @@ func TestSecret(t *testing.T) {
 	}
 	t.Setenv("UWF_TEST_A", "from-env")
 	t.Setenv("UWF_TEST_EMPTY", "")
-	c := mustLoadConfig(t, home)
+	c := mustLoad(t, home)
 	tests := []struct {
 		name string
 		want string
@@ -202,9 +205,9 @@ func TestSecret(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("OK=1\nnot a line\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := registry.LoadConfig(home)
+	_, err := config.Load(home, builtins{})
 	if err == nil || err.Error() != filepath.Join(home, ".env")+":2: expected KEY=VALUE" {
-		t.Errorf("LoadConfig with a bad .env = %v", err)
+		t.Errorf("Load with a bad .env = %v", err)
 	}
 }
 
@@ -224,7 +227,7 @@ secrets: [DB_URL, UWF_TEST_MARKED, DB_URL]
 	t.Setenv("UWF_TEST_PROVIDER", "sk-provider-key") // a provider's key, whatever its name
 	t.Setenv("UWF_TEST_ENV_PASSWORD", "env-password")
 	t.Setenv("UWF_TEST_ENV_PLAIN", "env-plain-value")
-	c := mustLoadConfig(t, home)
+	c := mustLoad(t, home)
 	if !slices.Equal(c.SecretVars, []string{"DB_URL", "UWF_TEST_MARKED"}) {
 		t.Errorf("SecretVars = %q", c.SecretVars)
 	}
@@ -256,64 +259,67 @@ func TestConfigSecretsErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := writeHome(t, tc.config)
-			_, err := registry.LoadConfig(home)
+			_, err := config.Load(home, builtins{})
 			if err == nil {
-				t.Fatal("LoadConfig succeeded")
+				t.Fatal("Load succeeded")
 			}
 			if got := strings.ReplaceAll(err.Error(), home+string(filepath.Separator), ""); got != tc.want {
-				t.Errorf("LoadConfig error:\n%s\nwant:\n%s", got, tc.want)
+				t.Errorf("Load error:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestAgentFor(t *testing.T) {
-	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+func TestAgentName(t *testing.T) {
+	c := mustLoad(t, writeHome(t, exampleConfig))
 	tests := []struct {
 		workflow, role, explicit string
-		want                     string
-		timeout                  time.Duration
+		name, from               string
 	}{
-		{"develop", "coder", "", "claude", 20 * time.Minute},               // defaultAgent
-		{"develop", "reviewer", "", "codex", registry.DefaultAgentTimeout}, // override, default timeout
-		{"develop", "tester", "", "human", registry.DefaultAgentTimeout},   // override to a built-in
-		{"develop", "reviewer", "claude", "claude", 20 * time.Minute},      // explicit wins
-		{"review-loop", "reviewer", "", "claude", 20 * time.Minute},        // other workflow: default
-		{"develop", "coder", "synth", "synth", registry.DefaultAgentTimeout},
-		{"develop", "coder", "replay:01J0000000000000000000000", "replay:01J0000000000000000000000", registry.DefaultAgentTimeout},
+		{"develop", "coder", "", "claude", "defaultAgent"},
+		{"develop", "reviewer", "", "codex", "agentOverrides.develop.reviewer"},
+		{"develop", "tester", "", "human", "agentOverrides.develop.tester"},
+		{"develop", "reviewer", "claude", "claude", "--agent"},
+		{"review-loop", "reviewer", "", "claude", "defaultAgent"},
 	}
 	for _, tc := range tests {
-		name, spec, err := c.AgentFor(tc.workflow, tc.role, tc.explicit)
-		if err != nil || name != tc.want || spec.Timeout != tc.timeout {
-			t.Errorf("AgentFor(%s, %s, %q) = %s %+v, %v; want %s timeout %v", tc.workflow, tc.role, tc.explicit, name, spec, err, tc.want, tc.timeout)
+		if name, from := c.AgentName(tc.workflow, tc.role, tc.explicit); name != tc.name || from != tc.from {
+			t.Errorf("AgentName(%s, %s, %q) = %s, %s; want %s, %s", tc.workflow, tc.role, tc.explicit, name, from, tc.name, tc.from)
 		}
 	}
-	_, spec, _ := c.AgentFor("develop", "reviewer", "")
-	spec.Env["CODEX_HOME"] = "changed"
-	if c.Agents["codex"].Env["CODEX_HOME"] != "/tmp/codex" {
-		t.Errorf("AgentFor returned the config's own map")
+	var empty config.Config
+	if name, from := empty.AgentName("develop", "coder", ""); name != "" || from != "defaultAgent" {
+		t.Errorf("AgentName with no config = %q, %q", name, from)
 	}
+	if got := c.AgentNames(); !slices.Equal(got, []string{"claude", "codex"}) {
+		t.Errorf("AgentNames() = %v", got)
+	}
+}
 
-	_, _, err := c.AgentFor("develop", "coder", "gpt")
-	if !errors.Is(err, registry.ErrUnknownAgent) || !errors.Is(err, cas.ErrNotFound) ||
-		err.Error() != `agent "gpt" (from --agent): unknown agent: cas: not found: it is neither configured nor built in (configured: claude, codex; built-in: human, llm, replay:<thread>, synth)` {
-		t.Errorf("AgentFor(unknown) = %v", err)
+func TestAgent(t *testing.T) {
+	c := mustLoad(t, writeHome(t, exampleConfig))
+	a, ok := c.Agent("claude")
+	if !ok || a.Command != "claude" || a.Timeout != 20*time.Minute || !slices.Equal(a.Args, []string{"-p", "--output-format", "text"}) {
+		t.Errorf("Agent(claude) = %+v, %v", a, ok)
 	}
-	if _, _, err := c.AgentFor("develop", "coder", "replay:"); !errors.Is(err, registry.ErrUnknownAgent) {
-		t.Errorf("AgentFor(replay:) = %v", err)
+	a, ok = c.Agent("codex")
+	if !ok || a.Timeout != config.DefaultAgentTimeout {
+		t.Errorf("Agent(codex) = %+v, %v; want the default timeout", a, ok)
 	}
-	empty := mustLoadConfig(t, t.TempDir())
-	_, _, err = empty.AgentFor("develop", "coder", "")
-	if !errors.Is(err, registry.ErrNoAgent) || !strings.Contains(err.Error(), "pass --agent") {
-		t.Errorf("AgentFor with no config = %v", err)
+	a.Env["CODEX_HOME"] = "changed"
+	a.Args[0] = "changed"
+	if c.Agents["codex"].Env["CODEX_HOME"] != "/tmp/codex" || c.Agents["codex"].Args[0] != "exec" {
+		t.Errorf("Agent returned the config's own map or slice")
 	}
-	if name, _, err := empty.AgentFor("develop", "coder", "llm"); err != nil || name != "llm" {
-		t.Errorf("AgentFor(llm) with no config = %s, %v", name, err)
+	for _, name := range []string{"synth", "nope", ""} {
+		if a, ok := c.Agent(name); ok {
+			t.Errorf("Agent(%q) = %+v, true; want no entry", name, a)
+		}
 	}
 }
 
 func TestModelFor(t *testing.T) {
-	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	c := mustLoad(t, writeHome(t, exampleConfig))
 	tests := []struct {
 		workflow, role string
 		want, model    string
@@ -330,13 +336,13 @@ func TestModelFor(t *testing.T) {
 			t.Errorf("ModelFor(%s, %s) = %s %+v %+v %v", tc.workflow, tc.role, name, m, p, ok)
 		}
 	}
-	if _, _, _, ok := mustLoadConfig(t, t.TempDir()).ModelFor("develop", "coder"); ok {
+	if _, _, _, ok := mustLoad(t, t.TempDir()).ModelFor("develop", "coder"); ok {
 		t.Errorf("ModelFor with no config: ok")
 	}
 }
 
 func TestConfigGetList(t *testing.T) {
-	c := mustLoadConfig(t, writeHome(t, exampleConfig))
+	c := mustLoad(t, writeHome(t, exampleConfig))
 	for path, want := range map[string]any{
 		"agents.claude.command":           "claude",
 		"agents.claude.timeout":           "20m",
@@ -404,33 +410,33 @@ func TestMasked(t *testing.T) {
 		value any
 		want  any
 	}{
-		{"providers.openai.apiKey", "sk-1", registry.Mask},
-		{"x.GITHUB_TOKEN", "t", registry.Mask},
-		{"x.clientSecret", "s", registry.Mask},
-		{"x.db_password", "p", registry.Mask},
-		{"x.PASSWORD", "p", registry.Mask},
+		{"providers.openai.apiKey", "sk-1", config.Mask},
+		{"x.GITHUB_TOKEN", "t", config.Mask},
+		{"x.clientSecret", "s", config.Mask},
+		{"x.db_password", "p", config.Mask},
+		{"x.PASSWORD", "p", config.Mask},
 		{"providers.openai.apiKeyEnv", "OPENAI_API_KEY", "OPENAI_API_KEY"}, // names a variable
-		{"agents.coder.env.HOME", "/home/x", registry.Mask},                // any env value
+		{"agents.coder.env.HOME", "/home/x", config.Mask},                  // any env value
 		{"agents.coder.command", "claude", "claude"},
 		{"agents.coder.keys", "k", "k"},
 		{"agents.env.command", "envy", "envy"},            // an agent named env
 		{"agentOverrides.env.reviewer", "coder", "coder"}, // a workflow named env
 		{"agents.coder.args", []any{"env", "x"}, []any{"env", "x"}},
-		{"agents.coder.env", map[string]any{"A": "1"}, map[string]any{"A": registry.Mask}},
+		{"agents.coder.env", map[string]any{"A": "1"}, map[string]any{"A": config.Mask}},
 		{"agents.coder", map[string]any{"command": "c", "env": map[string]any{"A": "1"}},
-			map[string]any{"command": "c", "env": map[string]any{"A": registry.Mask}}},
-		{"", map[string]any{"token": "t"}, map[string]any{"token": registry.Mask}},
+			map[string]any{"command": "c", "env": map[string]any{"A": config.Mask}}},
+		{"", map[string]any{"token": "t"}, map[string]any{"token": config.Mask}},
 	}
 	for _, tc := range tests {
-		if got := registry.Masked(tc.path, tc.value); !reflect.DeepEqual(got, tc.want) {
+		if got := config.Masked(tc.path, tc.value); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Masked(%s, %v) = %v, want %v", tc.path, tc.value, got, tc.want)
 		}
 	}
 }
 
-// TestSetConfigValue edits a commented config.yaml step by step and
+// TestSet edits a commented config.yaml step by step and
 // compares the result with a golden file: comments and key order stay.
-func TestSetConfigValue(t *testing.T) {
+func TestSet(t *testing.T) {
 	home := writeHome(t, `# uwf configuration
 agents:
   # Claude Code, headless.
@@ -457,15 +463,15 @@ models: {}
 		{"defaultModel", "fast"},
 	}
 	for _, s := range sets {
-		if err := registry.SetConfigValue(home, s[0], s[1]); err != nil {
-			t.Fatalf("SetConfigValue(%s, %s): %v", s[0], s[1], err)
+		if err := config.Set(home, s[0], s[1], builtins{}); err != nil {
+			t.Fatalf("Set(%s, %s): %v", s[0], s[1], err)
 		}
 	}
 	got, err := os.ReadFile(filepath.Join(home, "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/config/set.golden"
+	const golden = "testdata/set.golden"
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -478,9 +484,10 @@ models: {}
 	if string(got) != string(want) {
 		t.Errorf("config.yaml after sets:\n%s\nwant:\n%s", got, want)
 	}
-	c := mustLoadConfig(t, home)
-	if name, a, err := c.AgentFor("develop", "coder", ""); err != nil || name != "codex" || a.Args[1] != "--full-auto" {
-		t.Errorf("AgentFor after sets = %s %+v, %v", name, a, err)
+	c := mustLoad(t, home)
+	name, _ := c.AgentName("develop", "coder", "")
+	if a, ok := c.Agent(name); !ok || name != "codex" || a.Args[1] != "--full-auto" {
+		t.Errorf("agent after sets = %s %+v, %v", name, a, ok)
 	}
 	if fi, err := os.Stat(filepath.Join(home, "config.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode after set: %v, %v", fi.Mode(), err)
@@ -495,9 +502,9 @@ models: {}
 		{"agents..command", "x"},
 		{"models.slow.provider", "openai"}, // a model without its model id
 	} {
-		err := registry.SetConfigValue(home, s[0], s[1])
+		err := config.Set(home, s[0], s[1], builtins{})
 		if err == nil || !errors.Is(err, cas.ErrInvalid) {
-			t.Errorf("SetConfigValue(%s, %s) = %v, want an error wrapping ErrInvalid", s[0], s[1], err)
+			t.Errorf("Set(%s, %s) = %v, want an error wrapping ErrInvalid", s[0], s[1], err)
 		}
 	}
 	after, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
@@ -510,12 +517,12 @@ models: {}
 	}
 }
 
-func TestSetConfigValueNewFile(t *testing.T) {
+func TestSetNewFile(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "new-home")
-	if err := registry.SetConfigValue(home, "agents.bot.timeout", "90s"); err == nil {
+	if err := config.Set(home, "agents.bot.timeout", "90s", builtins{}); err == nil {
 		t.Fatal("agent without command accepted")
 	}
-	if err := registry.SetConfigValue(home, "defaultAgent", "synth"); err != nil {
+	if err := config.Set(home, "defaultAgent", "synth", builtins{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(filepath.Join(home, "config.yaml"))
@@ -524,11 +531,47 @@ func TestSetConfigValueNewFile(t *testing.T) {
 	}
 	// Values are read as YAML, so a string that looks like a number keeps
 	// its quotes when given quoted.
-	if err := registry.SetConfigValue(home, "agentOverrides.develop.coder", `"human"`); err != nil {
+	if err := config.Set(home, "agentOverrides.develop.coder", `"human"`, builtins{}); err != nil {
 		t.Fatal(err)
 	}
-	c := mustLoadConfig(t, home)
-	if name, _, err := c.AgentFor("develop", "coder", ""); err != nil || name != "human" {
-		t.Errorf("AgentFor = %s, %v", name, err)
+	c := mustLoad(t, home)
+	if name, _ := c.AgentName("develop", "coder", ""); name != "human" {
+		t.Errorf("AgentName = %s, want human", name)
+	}
+}
+
+// builtins stands for package agent's built-in agents (config's tests do
+// not import agent): human, llm, synth and replay:<thread>.
+type builtins struct{}
+
+func (builtins) IsBuiltin(name string) bool {
+	if thread, ok := strings.CutPrefix(name, "replay:"); ok {
+		return thread != ""
+	}
+	return slices.Contains([]string{"human", "llm", "synth"}, name)
+}
+
+func (b builtins) Reserves(name string) bool { return name == "replay" || b.IsBuiltin(name) }
+
+func (builtins) String() string { return "human, llm, replay:<thread>, synth" }
+
+func TestFormatDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{10 * time.Minute, "10m"},
+		{90 * time.Minute, "1h30m"},
+		{2 * time.Hour, "2h"},
+		{2*time.Hour + 5*time.Second, "2h0m5s"},
+		{2500 * time.Millisecond, "2.5s"},
+		{500 * time.Millisecond, "500ms"},
+		{90 * time.Second, "1m30s"},
+		{0, "0s"},
+	}
+	for _, tc := range tests {
+		if got := config.FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
 	}
 }

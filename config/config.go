@@ -1,10 +1,11 @@
-package registry
+package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,36 +19,37 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/secret"
+	"github.com/uncaged/uwf/internal/yamldoc"
 )
 
-// ConfigFile and EnvFile are the names of the configuration and secrets
-// files in uwf's home directory.
+// File and EnvFile are the names of the configuration and secrets files
+// in uwf's home directory.
 const (
-	ConfigFile = "config.yaml"
-	EnvFile    = ".env"
+	File    = "config.yaml"
+	EnvFile = ".env"
 )
 
-// DefaultAgentTimeout bounds an agent run whose config gives no timeout,
-// and the built-in agents' runs.
+// DefaultAgentTimeout bounds a run of an agent whose entry gives no
+// timeout.
 const DefaultAgentTimeout = 30 * time.Minute
 
 // maxConfigSize bounds config.yaml and .env.
 const maxConfigSize = 1 << 20
 
-// Built-in agent names: they need no entry in config.yaml, and an entry may
-// not take their name. "replay" is used as "replay:<thread>".
-var builtinAgents = []string{"human", "llm", "replay", "synth"}
-
-// builtinList is how messages name the built-in agents.
-const builtinList = "human, llm, replay:<thread>, synth"
-
-// IsBuiltinAgent reports whether name is a built-in agent: llm, synth,
-// human, or replay:<thread> with a non-empty thread.
-func IsBuiltinAgent(name string) bool {
-	if thread, ok := strings.CutPrefix(name, "replay:"); ok {
-		return thread != ""
-	}
-	return name != "replay" && slices.Contains(builtinAgents, name)
+// Builtins are the agents that need no entry under agents:. Package
+// agent owns uwf's: pass [github.com/uncaged/uwf/agent.Builtins] to
+// [Load], [Parse] and [Set]. A nil Builtins means there are none: every
+// agent a config names must be configured.
+type Builtins interface {
+	// IsBuiltin reports whether name, as --agent, defaultAgent or an
+	// override gives it, is a built-in agent ("synth", "replay:<thread>").
+	IsBuiltin(name string) bool
+	// Reserves reports whether no entry under agents: may take name
+	// ("synth", "replay").
+	Reserves(name string) bool
+	// String names the built-in agents for messages: "human, llm,
+	// replay:<thread>, synth".
+	String() string
 }
 
 // Config is uwf's configuration, read from <home>/config.yaml (SPEC §6):
@@ -59,15 +61,15 @@ func IsBuiltinAgent(name string) bool {
 // available. A Config is safe for concurrent reads.
 type Config struct {
 	// Agents are external agent commands by name.
-	Agents map[string]AgentConfig
+	Agents map[string]Agent
 	// DefaultAgent runs roles that no override names; "" means none.
 	DefaultAgent string
 	// AgentOverrides maps workflow -> role -> agent name.
 	AgentOverrides map[string]map[string]string
 	// Providers are OpenAI-compatible endpoints by name.
-	Providers map[string]ProviderConfig
+	Providers map[string]Provider
 	// Models are models of providers, by name.
-	Models map[string]ModelConfig
+	Models map[string]Model
 	// DefaultModel is the model used where no override names one; "" means
 	// none (no LLM: extraction retries the agent instead).
 	DefaultModel string
@@ -81,9 +83,9 @@ type Config struct {
 	dotenv map[string]string // <home>/.env
 }
 
-// AgentConfig is an external agent: a command run without a shell, the
+// Agent is an external agent: a command run without a shell, the
 // assembled prompt on its stdin, its stdout the raw output.
-type AgentConfig struct {
+type Agent struct {
 	Command string            // the program: a path, or a name looked up in PATH
 	Args    []string          // its arguments, passed as they are
 	Env     map[string]string // variables added to its environment
@@ -92,28 +94,30 @@ type AgentConfig struct {
 	Timeout time.Duration
 }
 
-// ProviderConfig is an OpenAI-compatible chat completions endpoint.
-type ProviderConfig struct {
+// Provider is an OpenAI-compatible chat completions endpoint.
+type Provider struct {
 	BaseURL string // e.g. https://api.openai.com/v1
 	// APIKeyEnv names the variable that holds the API key, looked up with
 	// [Config.Secret]; "" means the endpoint needs no key.
 	APIKeyEnv string
 }
 
-// ModelConfig is one model of a provider.
-type ModelConfig struct {
+// Model is one model of a provider.
+type Model struct {
 	Provider string // a key of Config.Providers
 	Model    string // the provider's model id, e.g. gpt-4o-mini
 }
 
-// LoadConfig reads <home>/config.yaml and <home>/.env. A missing file is
-// an empty configuration (missing .env: no secrets from it). A file that
-// does not parse or breaks a rule (unknown keys, bad durations, references
-// to agents, providers or models that do not exist) is a
-// *[ValidationError] naming the file, line and column of every problem.
-func LoadConfig(home string) (*Config, error) {
-	file := filepath.Join(home, ConfigFile)
-	data, err := readSmall(file)
+// Load reads <home>/config.yaml and <home>/.env. A missing file is an
+// empty configuration (missing .env: no secrets from it). A file that does
+// not parse or breaks a rule (unknown keys, bad durations, references to
+// agents, providers or models that do not exist, an agent entry taking a
+// built-in's name) is a *[ValidationError] naming the file, line and
+// column of every problem. builtins names the agents that need no entry;
+// nil means none.
+func Load(home string, builtins Builtins) (*Config, error) {
+	file := filepath.Join(home, File)
+	data, err := yamldoc.ReadFile(file, maxConfigSize)
 	var c *Config
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -121,12 +125,12 @@ func LoadConfig(home string) (*Config, error) {
 	case err != nil:
 		return nil, err
 	default:
-		if c, err = ParseConfig(file, data); err != nil {
+		if c, err = Parse(file, data, builtins); err != nil {
 			return nil, err
 		}
 	}
 	envFile := filepath.Join(home, EnvFile)
-	data, err = readSmall(envFile)
+	data, err = yamldoc.ReadFile(envFile, maxConfigSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -139,42 +143,28 @@ func LoadConfig(home string) (*Config, error) {
 	return c, nil
 }
 
-func readSmall(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := cas.ReadLimited(f, maxConfigSize)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	return data, nil
-}
-
-// ParseConfig reads config.yaml's content; file names it in messages. An
-// empty file is an empty configuration. The error is a *[ValidationError]
-// listing every problem.
-func ParseConfig(file string, data []byte) (*Config, error) {
-	ps := &problems{file: file}
+// Parse reads config.yaml's content; file names it in messages and
+// builtins names the agents that need no entry (nil: none). An empty file
+// is an empty configuration. The error is a *[ValidationError] listing
+// every problem.
+func Parse(file string, data []byte, builtins Builtins) (*Config, error) {
+	ps := &yamldoc.Problems{File: file}
 	c := &Config{}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		addYAMLError(ps, err)
-		return nil, ps.err()
+		yamldoc.AddYAMLError(ps, err)
+		return nil, ps.Err()
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return c, nil
 	}
-	tc := newTreeCheck(ps)
-	tc.walk(&doc, 0)
-	if tc.fatal {
-		return nil, ps.err()
+	if fatal, _ := yamldoc.CheckTree(ps, &doc); fatal {
+		return nil, ps.Err()
 	}
-	cp := &configParser{ps: ps, c: c, at: map[string]position{}}
+	cp := &configParser{ps: ps, c: c, at: map[string]yamldoc.Position{}, builtins: builtins}
 	cp.top(doc.Content[0])
 	cp.crossCheck()
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -182,22 +172,37 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 
 // configParser fills a Config from a checked YAML tree.
 type configParser struct {
-	ps *problems
+	ps *yamldoc.Problems
 	c  *Config
-	at map[string]position // dot path -> where its value stands, for cross-checks
+	at map[string]yamldoc.Position // dot path -> where its value stands, for cross-checks
+
+	builtins Builtins // nil: none
+}
+
+// builtin reports whether name is a built-in agent.
+func (p *configParser) builtin(name string) bool {
+	return p.builtins != nil && p.builtins.IsBuiltin(name)
+}
+
+// builtinList names the built-in agents in messages.
+func (p *configParser) builtinList() string {
+	if p.builtins == nil {
+		return "none"
+	}
+	return p.builtins.String()
 }
 
 func (p *configParser) top(root *yaml.Node) {
-	n := resolve(root)
+	n := yamldoc.Resolve(root)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		p.ps.add(posOf(root), "config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not %s", describe(n))
+		p.ps.Add(yamldoc.Pos(root), "config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not %s", yamldoc.Describe(n))
 		return
 	}
-	for k, v := range pairs(n) {
-		switch key := resolve(k).Value; key {
+	for k, v := range yamldoc.Pairs(n) {
+		switch key := yamldoc.Resolve(k).Value; key {
 		case "agents":
 			p.each(v, "agents", "a mapping of agent names to agents", func(name string, kn, vn *yaml.Node) {
 				p.agent(name, kn, vn)
@@ -221,59 +226,59 @@ func (p *configParser) top(root *yaml.Node) {
 		case "secrets":
 			p.c.SecretVars = p.secretVars(v)
 		default:
-			p.ps.add(posOf(k), "unknown key %s (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets)", strconv.Quote(key))
+			p.ps.Add(yamldoc.Pos(k), "unknown key %s (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets)", strconv.Quote(key))
 		}
 	}
 }
 
 // str reads a string, recording where it stands under path.
 func (p *configParser) str(v *yaml.Node, path string) string {
-	n := resolve(v)
-	p.at[path] = posOf(v)
-	if isText(n) {
+	n := yamldoc.Resolve(v)
+	p.at[path] = yamldoc.Pos(v)
+	if yamldoc.IsText(n) {
 		return n.Value
 	}
-	p.ps.add(posOf(v), "%s: must be a string%s", path, notString(n))
+	p.ps.Add(yamldoc.Pos(v), "%s: must be a string%s", path, yamldoc.NotString(n))
 	return ""
 }
 
 // text reads any scalar as the text written (arguments and environment
 // values are strings by nature: 10 and true are taken as "10" and "true").
 func (p *configParser) text(v *yaml.Node, path string) (string, bool) {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
 		return n.Value, true
 	}
-	p.ps.add(posOf(v), "%s: must be a string, not %s", path, describe(n))
+	p.ps.Add(yamldoc.Pos(v), "%s: must be a string, not %s", path, yamldoc.Describe(n))
 	return "", false
 }
 
 // each calls f for each entry of the mapping v.
 func (p *configParser) each(v *yaml.Node, path, what string, f func(name string, k, v *yaml.Node)) {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // "agents:" with nothing: none
 	}
 	if n.Kind != yaml.MappingNode {
-		p.ps.add(posOf(v), "%s: must be %s, not %s", path, what, describe(n))
+		p.ps.Add(yamldoc.Pos(v), "%s: must be %s, not %s", path, what, yamldoc.Describe(n))
 		return
 	}
-	for k, v := range pairs(n) {
-		f(resolve(k).Value, k, v)
+	for k, v := range yamldoc.Pairs(n) {
+		f(yamldoc.Resolve(k).Value, k, v)
 	}
 }
 
 // fields calls f for each key of the mapping v, rejecting unknown ones.
 func (p *configParser) fields(v *yaml.Node, path, what string, known []string, f func(key string, k, v *yaml.Node)) bool {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind != yaml.MappingNode {
-		p.ps.add(posOf(v), "%s: must be a mapping (%s), not %s", path, strings.Join(known, ", "), describe(n))
+		p.ps.Add(yamldoc.Pos(v), "%s: must be a mapping (%s), not %s", path, strings.Join(known, ", "), yamldoc.Describe(n))
 		return false
 	}
-	for k, v := range pairs(n) {
-		key := resolve(k).Value
+	for k, v := range yamldoc.Pairs(n) {
+		key := yamldoc.Resolve(k).Value
 		if !slices.Contains(known, key) {
-			p.ps.add(posOf(k), "%s: unknown key %s (%s has %s)", path, strconv.Quote(key), what, strings.Join(known, ", "))
+			p.ps.Add(yamldoc.Pos(k), "%s: unknown key %s (%s has %s)", path, strconv.Quote(key), what, strings.Join(known, ", "))
 			continue
 		}
 		f(key, k, v)
@@ -284,25 +289,25 @@ func (p *configParser) fields(v *yaml.Node, path, what string, known []string, f
 func (p *configParser) agent(name string, k, v *yaml.Node) {
 	path := "agents." + name
 	switch {
-	case name == "replay" || IsBuiltinAgent(name):
-		p.ps.add(posOf(k), "%s: %q is a built-in agent (%s); pick another name", path, name, builtinList)
+	case p.builtins != nil && p.builtins.Reserves(name):
+		p.ps.Add(yamldoc.Pos(k), "%s: %q is a built-in agent (%s); pick another name", path, name, p.builtinList())
 	default:
-		if why := nameProblem(name); why != "" {
-			p.ps.add(posOf(k), "%s: agent name %s %s", path, strconv.Quote(name), why)
+		if why := yamldoc.NameProblem(name); why != "" {
+			p.ps.Add(yamldoc.Pos(k), "%s: agent name %s %s", path, strconv.Quote(name), why)
 		}
 	}
-	var a AgentConfig
+	var a Agent
 	ok := p.fields(v, path, "an agent", []string{"command", "args", "env", "timeout"}, func(key string, kn, vn *yaml.Node) {
 		switch key {
 		case "command":
 			a.Command = p.str(vn, path+".command")
-			if a.Command == "" && isText(resolve(vn)) {
-				p.ps.add(posOf(vn), "%s.command: is empty", path)
+			if a.Command == "" && yamldoc.IsText(yamldoc.Resolve(vn)) {
+				p.ps.Add(yamldoc.Pos(vn), "%s.command: is empty", path)
 			}
 		case "args":
-			n := resolve(vn)
+			n := yamldoc.Resolve(vn)
 			if n.Kind != yaml.SequenceNode {
-				p.ps.add(posOf(vn), "%s.args: must be a list of strings, not %s", path, describe(n))
+				p.ps.Add(yamldoc.Pos(vn), "%s.args: must be a list of strings, not %s", path, yamldoc.Describe(n))
 				return
 			}
 			a.Args = []string{}
@@ -312,16 +317,16 @@ func (p *configParser) agent(name string, k, v *yaml.Node) {
 				}
 			}
 		case "env":
-			n := resolve(vn)
+			n := yamldoc.Resolve(vn)
 			if n.Kind != yaml.MappingNode {
-				p.ps.add(posOf(vn), "%s.env: must be a mapping of variable names to values, not %s", path, describe(n))
+				p.ps.Add(yamldoc.Pos(vn), "%s.env: must be a mapping of variable names to values, not %s", path, yamldoc.Describe(n))
 				return
 			}
 			a.Env = map[string]string{}
-			for ek, ev := range pairs(n) {
-				key := resolve(ek).Value
+			for ek, ev := range yamldoc.Pairs(n) {
+				key := yamldoc.Resolve(ek).Value
 				if !validEnvName(key) {
-					p.ps.add(posOf(ek), "%s.env: invalid variable name %s", path, strconv.Quote(key))
+					p.ps.Add(yamldoc.Pos(ek), "%s.env: invalid variable name %s", path, strconv.Quote(key))
 					continue
 				}
 				if s, ok := p.text(ev, path+".env."+key); ok {
@@ -329,19 +334,19 @@ func (p *configParser) agent(name string, k, v *yaml.Node) {
 				}
 			}
 		case "timeout":
-			n := resolve(vn)
+			n := yamldoc.Resolve(vn)
 			if n.Kind != yaml.ScalarNode {
-				p.ps.add(posOf(vn), "%s.timeout: must be a duration like 90s, 10m or 1h, not %s", path, describe(n))
+				p.ps.Add(yamldoc.Pos(vn), "%s.timeout: must be a duration like 90s, 10m or 1h, not %s", path, yamldoc.Describe(n))
 				return
 			}
 			d, err := time.ParseDuration(n.Value)
 			switch {
 			case err != nil && n.ShortTag() == "!!int":
-				p.ps.add(posOf(vn), "%s.timeout: invalid duration %s: give a unit (%ss, %sm)", path, strconv.Quote(n.Value), n.Value, n.Value)
+				p.ps.Add(yamldoc.Pos(vn), "%s.timeout: invalid duration %s: give a unit (%ss, %sm)", path, strconv.Quote(n.Value), n.Value, n.Value)
 			case err != nil:
-				p.ps.add(posOf(vn), "%s.timeout: invalid duration %s", path, strconv.Quote(n.Value))
+				p.ps.Add(yamldoc.Pos(vn), "%s.timeout: invalid duration %s", path, strconv.Quote(n.Value))
 			case d <= 0:
-				p.ps.add(posOf(vn), "%s.timeout: must be positive, not %s", path, strconv.Quote(n.Value))
+				p.ps.Add(yamldoc.Pos(vn), "%s.timeout: must be positive, not %s", path, strconv.Quote(n.Value))
 			default:
 				a.Timeout = d
 			}
@@ -351,10 +356,10 @@ func (p *configParser) agent(name string, k, v *yaml.Node) {
 		return
 	}
 	if a.Command == "" && !p.has(path+".command") {
-		p.ps.add(posOf(k), "%s: missing command", path)
+		p.ps.Add(yamldoc.Pos(k), "%s: missing command", path)
 	}
 	if p.c.Agents == nil {
-		p.c.Agents = map[string]AgentConfig{}
+		p.c.Agents = map[string]Agent{}
 	}
 	p.c.Agents[name] = a
 }
@@ -366,24 +371,24 @@ func (p *configParser) has(path string) bool {
 
 func (p *configParser) provider(name string, k, v *yaml.Node) {
 	path := "providers." + name
-	if why := nameProblem(name); why != "" {
-		p.ps.add(posOf(k), "%s: provider name %s %s", path, strconv.Quote(name), why)
+	if why := yamldoc.NameProblem(name); why != "" {
+		p.ps.Add(yamldoc.Pos(k), "%s: provider name %s %s", path, strconv.Quote(name), why)
 	}
-	var pc ProviderConfig
+	var pc Provider
 	ok := p.fields(v, path, "a provider", []string{"baseURL", "apiKeyEnv"}, func(key string, kn, vn *yaml.Node) {
 		switch key {
 		case "baseURL":
 			pc.BaseURL = p.str(vn, path+".baseURL")
-			if !isText(resolve(vn)) {
+			if !yamldoc.IsText(yamldoc.Resolve(vn)) {
 				return
 			}
 			if u, err := url.Parse(pc.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.ps.add(posOf(vn), "%s.baseURL: must be an http or https URL, not %s", path, strconv.Quote(pc.BaseURL))
+				p.ps.Add(yamldoc.Pos(vn), "%s.baseURL: must be an http or https URL, not %s", path, strconv.Quote(pc.BaseURL))
 			}
 		case "apiKeyEnv":
 			pc.APIKeyEnv = p.str(vn, path+".apiKeyEnv")
-			if isText(resolve(vn)) && !validEnvName(pc.APIKeyEnv) {
-				p.ps.add(posOf(vn), "%s.apiKeyEnv: invalid variable name %s (it names the variable that holds the key, not the key)", path, strconv.Quote(pc.APIKeyEnv))
+			if yamldoc.IsText(yamldoc.Resolve(vn)) && !validEnvName(pc.APIKeyEnv) {
+				p.ps.Add(yamldoc.Pos(vn), "%s.apiKeyEnv: invalid variable name %s (it names the variable that holds the key, not the key)", path, strconv.Quote(pc.APIKeyEnv))
 			}
 		}
 	})
@@ -391,20 +396,20 @@ func (p *configParser) provider(name string, k, v *yaml.Node) {
 		return
 	}
 	if !p.has(path + ".baseURL") {
-		p.ps.add(posOf(k), "%s: missing baseURL", path)
+		p.ps.Add(yamldoc.Pos(k), "%s: missing baseURL", path)
 	}
 	if p.c.Providers == nil {
-		p.c.Providers = map[string]ProviderConfig{}
+		p.c.Providers = map[string]Provider{}
 	}
 	p.c.Providers[name] = pc
 }
 
 func (p *configParser) model(name string, k, v *yaml.Node) {
 	path := "models." + name
-	if why := nameProblem(name); why != "" {
-		p.ps.add(posOf(k), "%s: model name %s %s", path, strconv.Quote(name), why)
+	if why := yamldoc.NameProblem(name); why != "" {
+		p.ps.Add(yamldoc.Pos(k), "%s: model name %s %s", path, strconv.Quote(name), why)
 	}
-	var m ModelConfig
+	var m Model
 	ok := p.fields(v, path, "a model", []string{"provider", "model"}, func(key string, kn, vn *yaml.Node) {
 		switch key {
 		case "provider":
@@ -418,33 +423,33 @@ func (p *configParser) model(name string, k, v *yaml.Node) {
 	}
 	for _, f := range []string{"provider", "model"} {
 		if !p.has(path + "." + f) {
-			p.ps.add(posOf(k), "%s: missing %s", path, f)
+			p.ps.Add(yamldoc.Pos(k), "%s: missing %s", path, f)
 		}
 	}
 	if p.c.Models == nil {
-		p.c.Models = map[string]ModelConfig{}
+		p.c.Models = map[string]Model{}
 	}
 	p.c.Models[name] = m
 }
 
 // secretVars reads the secrets: list of variable names.
 func (p *configParser) secretVars(v *yaml.Node) []string {
-	n := resolve(v)
+	n := yamldoc.Resolve(v)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.ps.add(posOf(v), "secrets: must be a list of variable names, not %s", describe(n))
+		p.ps.Add(yamldoc.Pos(v), "secrets: must be a list of variable names, not %s", yamldoc.Describe(n))
 		return nil
 	}
 	var out []string
 	for i, c := range n.Content {
 		name := p.str(c, fmt.Sprintf("secrets[%d]", i))
-		if !isText(resolve(c)) {
+		if !yamldoc.IsText(yamldoc.Resolve(c)) {
 			continue
 		}
 		if !validEnvName(name) {
-			p.ps.add(posOf(c), "secrets[%d]: invalid variable name %s (list the names of variables whose values are secret, not the values)", i, strconv.Quote(name))
+			p.ps.Add(yamldoc.Pos(c), "secrets[%d]: invalid variable name %s (list the names of variables whose values are secret, not the values)", i, strconv.Quote(name))
 			continue
 		}
 		if !slices.Contains(out, name) {
@@ -458,14 +463,14 @@ func (p *configParser) secretVars(v *yaml.Node) []string {
 func (p *configParser) overrides(v *yaml.Node, path, what string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	p.each(v, path, "a mapping of workflows to {role: "+what+"}", func(wf string, k, wv *yaml.Node) {
-		n := resolve(wv)
+		n := yamldoc.Resolve(wv)
 		if n.Kind != yaml.MappingNode {
-			p.ps.add(posOf(wv), "%s.%s: must be a mapping of roles to %ss, not %s", path, wf, what, describe(n))
+			p.ps.Add(yamldoc.Pos(wv), "%s.%s: must be a mapping of roles to %ss, not %s", path, wf, what, yamldoc.Describe(n))
 			return
 		}
 		roles := map[string]string{}
-		for rk, rv := range pairs(n) {
-			role := resolve(rk).Value
+		for rk, rv := range yamldoc.Pairs(n) {
+			role := yamldoc.Resolve(rk).Value
 			if s := p.str(rv, path+"."+wf+"."+role); s != "" {
 				roles[role] = s
 			}
@@ -478,52 +483,42 @@ func (p *configParser) overrides(v *yaml.Node, path, what string) map[string]map
 // crossCheck checks that every agent, provider and model named exists.
 func (p *configParser) crossCheck() {
 	c := p.c
-	agents := slices.Sorted(mapKeys(c.Agents))
+	agents := slices.Sorted(maps.Keys(c.Agents))
 	agentOK := func(path, name string) {
-		if name == "" || IsBuiltinAgent(name) {
+		if name == "" || p.builtin(name) {
 			return
 		}
 		if _, ok := c.Agents[name]; !ok {
-			p.ps.add(p.at[path], "%s: unknown agent %s (configured: %s; built-in: %s)", path, strconv.Quote(name), listOrNone(agents), builtinList)
+			p.ps.Add(p.at[path], "%s: unknown agent %s (configured: %s; built-in: %s)", path, strconv.Quote(name), listOrNone(agents), p.builtinList())
 		}
 	}
 	agentOK("defaultAgent", c.DefaultAgent)
-	for _, wf := range slices.Sorted(mapKeys(c.AgentOverrides)) {
-		for _, role := range slices.Sorted(mapKeys(c.AgentOverrides[wf])) {
+	for _, wf := range slices.Sorted(maps.Keys(c.AgentOverrides)) {
+		for _, role := range slices.Sorted(maps.Keys(c.AgentOverrides[wf])) {
 			agentOK("agentOverrides."+wf+"."+role, c.AgentOverrides[wf][role])
 		}
 	}
-	providers := slices.Sorted(mapKeys(c.Providers))
-	for _, name := range slices.Sorted(mapKeys(c.Models)) {
+	providers := slices.Sorted(maps.Keys(c.Providers))
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
 		m := c.Models[name]
 		if _, ok := c.Providers[m.Provider]; !ok && m.Provider != "" {
 			path := "models." + name + ".provider"
-			p.ps.add(p.at[path], "%s: unknown provider %s (providers: %s)", path, strconv.Quote(m.Provider), listOrNone(providers))
+			p.ps.Add(p.at[path], "%s: unknown provider %s (providers: %s)", path, strconv.Quote(m.Provider), listOrNone(providers))
 		}
 	}
-	models := slices.Sorted(mapKeys(c.Models))
+	models := slices.Sorted(maps.Keys(c.Models))
 	modelOK := func(path, name string) {
 		if name == "" {
 			return
 		}
 		if _, ok := c.Models[name]; !ok {
-			p.ps.add(p.at[path], "%s: unknown model %s (models: %s)", path, strconv.Quote(name), listOrNone(models))
+			p.ps.Add(p.at[path], "%s: unknown model %s (models: %s)", path, strconv.Quote(name), listOrNone(models))
 		}
 	}
 	modelOK("defaultModel", c.DefaultModel)
-	for _, wf := range slices.Sorted(mapKeys(c.ModelOverrides)) {
-		for _, role := range slices.Sorted(mapKeys(c.ModelOverrides[wf])) {
+	for _, wf := range slices.Sorted(maps.Keys(c.ModelOverrides)) {
+		for _, role := range slices.Sorted(maps.Keys(c.ModelOverrides[wf])) {
 			modelOK("modelOverrides."+wf+"."+role, c.ModelOverrides[wf][role])
-		}
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
@@ -592,66 +587,59 @@ func (c *Config) Secrets() []string {
 	return slices.Compact(out)
 }
 
-// AgentFor picks the agent that runs role of workflow: explicit (the
-// --agent flag) if not empty, else agentOverrides[workflow][role], else
-// defaultAgent. Built-in agents (llm, synth, human, replay:<thread>) need
-// no entry and come with a zero spec but for the timeout. The returned
-// spec is a copy with Timeout filled in ([DefaultAgentTimeout] if unset).
-//
-// Errors: [ErrNoAgent] if nothing names an agent; [ErrUnknownAgent]
-// (wrapping [cas.ErrNotFound]) for a name that is neither configured nor
-// built in, listing the configured agents.
-func (c *Config) AgentFor(workflow, role, explicit string) (string, AgentConfig, error) {
-	name, from := explicit, "--agent"
+// AgentName returns the name of the agent that runs role of workflow, and
+// where it comes from: explicit (the --agent flag) if not empty, else
+// agentOverrides[workflow][role], else defaultAgent; "" if none names one.
+// from is "--agent", "agentOverrides.<workflow>.<role>" or "defaultAgent",
+// for messages. Package agent resolves the name
+// ([github.com/uncaged/uwf/agent.Resolve]).
+func (c *Config) AgentName(workflow, role, explicit string) (name, from string) {
+	name, from = explicit, "--agent"
 	if name == "" {
 		name, from = c.AgentOverrides[workflow][role], "agentOverrides."+workflow+"."+role
 	}
 	if name == "" {
 		name, from = c.DefaultAgent, "defaultAgent"
 	}
-	agents := listOrNone(slices.Sorted(mapKeys(c.Agents)))
-	if name == "" {
-		return "", AgentConfig{}, fmt.Errorf("%w for role %s of workflow %s: pass --agent, or set defaultAgent or agentOverrides.%s.%s in config.yaml (configured: %s; built-in: %s)",
-			ErrNoAgent, role, workflow, workflow, role, agents, builtinList)
-	}
-	if IsBuiltinAgent(name) {
-		return name, AgentConfig{Timeout: DefaultAgentTimeout}, nil
-	}
+	return name, from
+}
+
+// Agent returns the agent entry named name, if config.yaml has one, as a
+// copy (its Args and Env are the caller's) with Timeout filled in
+// ([DefaultAgentTimeout] if unset).
+func (c *Config) Agent(name string) (Agent, bool) {
 	a, ok := c.Agents[name]
 	if !ok {
-		return "", AgentConfig{}, fmt.Errorf("agent %q (from %s): %w: it is neither configured nor built in (configured: %s; built-in: %s)",
-			name, from, ErrUnknownAgent, agents, builtinList)
+		return Agent{}, false
 	}
 	a.Args = slices.Clone(a.Args)
-	if a.Env != nil {
-		env := make(map[string]string, len(a.Env))
-		for k, v := range a.Env {
-			env[k] = v
-		}
-		a.Env = env
-	}
+	a.Env = maps.Clone(a.Env)
 	if a.Timeout == 0 {
 		a.Timeout = DefaultAgentTimeout
 	}
-	return name, a, nil
+	return a, true
 }
+
+// AgentNames returns the names of the configured agents, sorted. The
+// caller owns the returned slice.
+func (c *Config) AgentNames() []string { return slices.Sorted(maps.Keys(c.Agents)) }
 
 // ModelFor picks the model for role of workflow: modelOverrides[workflow][role],
 // else defaultModel. ok is false if neither names a model (or, for a
 // Config built in Go, the model or its provider is missing).
-func (c *Config) ModelFor(workflow, role string) (name string, m ModelConfig, p ProviderConfig, ok bool) {
+func (c *Config) ModelFor(workflow, role string) (name string, m Model, p Provider, ok bool) {
 	name = c.ModelOverrides[workflow][role]
 	if name == "" {
 		name = c.DefaultModel
 	}
 	if name == "" {
-		return "", ModelConfig{}, ProviderConfig{}, false
+		return "", Model{}, Provider{}, false
 	}
 	if m, ok = c.Models[name]; !ok {
-		return "", ModelConfig{}, ProviderConfig{}, false
+		return "", Model{}, Provider{}, false
 	}
 	if p, ok = c.Providers[m.Provider]; !ok {
-		return "", ModelConfig{}, ProviderConfig{}, false
+		return "", Model{}, Provider{}, false
 	}
 	return name, m, p, true
 }
@@ -682,7 +670,7 @@ func (c *Config) tree() map[string]any {
 				m["env"] = env
 			}
 			if a.Timeout != 0 {
-				m["timeout"] = shortDuration(a.Timeout)
+				m["timeout"] = FormatDuration(a.Timeout)
 			}
 			agents[name] = m
 		}
@@ -740,8 +728,9 @@ func nested(m map[string]map[string]string) map[string]any {
 	return out
 }
 
-// shortDuration writes d as people write it: 10m, not 10m0s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as config.yaml's timeouts are written, without
+// zero trailing units: 10m, 1h30m, 2.5s, 500ms (not 10m0s).
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]
@@ -836,21 +825,22 @@ func Masked(path string, value any) any {
 	return value
 }
 
-// SetConfigValue sets the value at a dot path in <home>/config.yaml,
+// Set sets the value at a dot path in <home>/config.yaml,
 // creating the file, the home directory and intermediate mappings as
 // needed, and keeping the file's comments and key order. value is read as
 // YAML ("10m", "true", "[-p, --fast]"; a value that YAML reads as a
 // mapping without starting with "{" is taken as a plain string; "" is the
 // empty string). The resulting configuration is validated before anything
 // is written (the error is a *[ValidationError] and the file is left
-// alone); the file is replaced atomically.
-func SetConfigValue(home, path, value string) error {
-	file := filepath.Join(home, ConfigFile)
+// alone); the file is replaced atomically. builtins names the agents that
+// need no entry, as for [Load].
+func Set(home, path, value string, builtins Builtins) error {
+	file := filepath.Join(home, File)
 	segs := strings.Split(path, ".")
 	if slices.Contains(segs, "") {
 		return fmt.Errorf("config set %q: %w: empty path segment", path, cas.ErrInvalid)
 	}
-	data, err := readSmall(file)
+	data, err := yamldoc.ReadFile(file, maxConfigSize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -860,7 +850,7 @@ func SetConfigValue(home, path, value string) error {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		_, perr := ParseConfig(file, data)
+		_, perr := Parse(file, data, builtins)
 		if perr == nil {
 			perr = err
 		}
@@ -886,7 +876,7 @@ func SetConfigValue(home, path, value string) error {
 		last := i == len(segs)-1
 		var v *yaml.Node
 		for j := 0; j+1 < len(cur.Content); j += 2 {
-			if k := resolve(cur.Content[j]); k != nil && k.Value == seg {
+			if k := yamldoc.Resolve(cur.Content[j]); k != nil && k.Value == seg {
 				v = cur.Content[j+1]
 			}
 		}
@@ -916,7 +906,7 @@ func SetConfigValue(home, path, value string) error {
 			*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: hc, LineComment: lc, FootComment: fc}
 		}
 		if v.Kind != yaml.MappingNode {
-			return fmt.Errorf("config set %s: %w: %s is %s, not a mapping", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."), describe(v))
+			return fmt.Errorf("config set %s: %w: %s is %s, not a mapping", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."), yamldoc.Describe(v))
 		}
 		cur = v
 	}
@@ -929,7 +919,7 @@ func SetConfigValue(home, path, value string) error {
 	if err := enc.Close(); err != nil {
 		return fmt.Errorf("config set %s: %w", path, err)
 	}
-	if _, err := ParseConfig(file, buf.Bytes()); err != nil {
+	if _, err := Parse(file, buf.Bytes(), builtins); err != nil {
 		return fmt.Errorf("config set %s: the result would be invalid: %w", path, err)
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
@@ -958,7 +948,7 @@ func yamlValue(value string) *yaml.Node {
 	case n.Kind == yaml.AliasNode || n.Anchor != "":
 		return str
 	}
-	visit(n, func(c *yaml.Node) bool {
+	yamldoc.Visit(n, func(c *yaml.Node) bool {
 		c.HeadComment, c.LineComment, c.FootComment = "", "", ""
 		return true
 	})

@@ -1,0 +1,60 @@
+package config_test
+
+import (
+	"fmt"
+
+	"github.com/uncaged/uwf/config"
+)
+
+// ExampleParse reads a config.yaml and asks which agent and model run a
+// role. The built-in agents would come from agent.Builtins; with none,
+// every agent named must be configured.
+func ExampleParse() {
+	c, err := config.Parse("config.yaml", []byte(`
+agents:
+  claude: {command: claude, args: [-p], timeout: 20m}
+  codex: {command: codex, env: {GITHUB_TOKEN: ghp_example}}
+defaultAgent: claude
+agentOverrides:
+  develop: {reviewer: codex}
+providers:
+  local: {baseURL: 'http://localhost:11434/v1'}
+models:
+  qwen: {provider: local, model: qwen2.5-coder}
+defaultModel: qwen
+`), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	name, from := c.AgentName("develop", "reviewer", "")
+	fmt.Println(name, "from", from)
+	a, _ := c.Agent("claude")
+	fmt.Println(a.Command, a.Args, a.Timeout)
+	model, m, p, _ := c.ModelFor("develop", "planner")
+	fmt.Println(model, m.Model, p.BaseURL)
+	for _, kv := range c.List() {
+		if kv.Path == "agents.codex.env.GITHUB_TOKEN" {
+			fmt.Println(kv.Path, "=", kv.Value)
+		}
+	}
+	// Output:
+	// codex from agentOverrides.develop.reviewer
+	// claude [-p] 20m0s
+	// qwen qwen2.5-coder http://localhost:11434/v1
+	// agents.codex.env.GITHUB_TOKEN = ********
+}
+
+// ExampleParse_invalid shows how problems are reported: every one, with
+// its line and column.
+func ExampleParse_invalid() {
+	_, err := config.Parse("config.yaml", []byte(`
+agents:
+  coder: {command: x, timeout: 10}
+defaultAgent: cdoer
+`), nil)
+	fmt.Println(err)
+	// Output:
+	// config.yaml:3:32: agents.coder.timeout: invalid duration "10": give a unit (10s, 10m)
+	// config.yaml:4:15: defaultAgent: unknown agent "cdoer" (configured: coder; built-in: none)
+}

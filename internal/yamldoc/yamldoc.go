@@ -1,0 +1,456 @@
+package yamldoc
+
+import (
+	"cmp"
+	"fmt"
+	"iter"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// Problem is one thing wrong with a file, at a 1-based line and column.
+// Line 0 means the problem has no position (a workflow built in Go, or an
+// empty file); Column 0 means only the line is known (a YAML syntax error).
+type Problem struct {
+	Line, Column int
+	Msg          string
+}
+
+// String returns "line:col: msg", "line: msg" or "msg", by what is known.
+func (p Problem) String() string {
+	switch {
+	case p.Line == 0:
+		return p.Msg
+	case p.Column == 0:
+		return fmt.Sprintf("%d: %s", p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%d:%d: %s", p.Line, p.Column, p.Msg)
+}
+
+// ValidationError lists every problem found in one file (a workflow,
+// config.yaml or .env), sorted by position (problems without a position
+// first). It wraps [cas.ErrInvalid]. Packages registry and config export
+// it under their own names.
+type ValidationError struct {
+	File     string // the file name as given; "" for a workflow built in Go
+	Problems []Problem
+}
+
+// Error returns one problem per line, each as "file:line:col: message".
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if e.File != "" {
+			b.WriteString(e.File)
+			if p.Line == 0 {
+				b.WriteString(": ")
+			} else {
+				b.WriteByte(':')
+			}
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns [cas.ErrInvalid].
+func (e *ValidationError) Unwrap() error { return cas.ErrInvalid }
+
+// ReadFile reads the file a person wrote, refusing one larger than limit
+// bytes (the error wraps [cas.ErrTooLarge]) before reading it whole. A
+// missing file's error wraps [fs.ErrNotExist].
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := cas.ReadLimited(f, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// Position is where a node stands in its file: a 1-based line and column;
+// 0 where unknown.
+type Position struct {
+	Line, Col int
+}
+
+// Problems collects the problems of one file. The zero value (with File
+// set) is ready to use; it is not safe for concurrent use.
+type Problems struct {
+	File string    // the file's name, as messages print it
+	List []Problem // the problems so far, in the order found
+}
+
+// Add records a problem at a position.
+func (ps *Problems) Add(at Position, format string, args ...any) {
+	ps.List = append(ps.List, Problem{Line: at.Line, Column: at.Col, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Err returns the problems as a *[ValidationError], sorted by position
+// and without repeats, or nil if there are none.
+func (ps *Problems) Err() error {
+	if len(ps.List) == 0 {
+		return nil
+	}
+	list := slices.Clone(ps.List)
+	slices.SortStableFunc(list, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	list = slices.Compact(list)
+	return &ValidationError{File: ps.File, Problems: list}
+}
+
+// MaxNameLen is the longest name a uwf file may give a workflow, role,
+// agent, provider or model: workflows/<name> must be a valid ref name
+// (200 characters at most).
+const MaxNameLen = 190
+
+// NameProblem says what is wrong with the name of something a uwf file
+// defines (a workflow, role, agent, provider or model), or "" if nothing:
+// names are [A-Za-z0-9][A-Za-z0-9._-]*, at most [MaxNameLen] characters.
+func NameProblem(s string) string {
+	if s == "" {
+		return "is empty"
+	}
+	if len(s) > MaxNameLen {
+		return fmt.Sprintf("is %d characters, at most %d are allowed", len(s), MaxNameLen)
+	}
+	ok := isAlnum(s[0])
+	for i := 1; ok && i < len(s); i++ {
+		c := s[i]
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		return "may use only letters, digits, '.', '_' and '-', and must start with a letter or digit"
+	}
+	return ""
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// Bounds on what a YAML file may make the parser do.
+const (
+	// maxAliasNodes bounds the nodes that aliases add to a document when
+	// expanded: a "billion laughs" file is rejected before it is expanded.
+	maxAliasNodes = 10_000
+	// maxYAMLDepth bounds the nesting of a document.
+	maxYAMLDepth = 200
+)
+
+// Resolve follows an alias to the node it names.
+func Resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// Pos returns where n stands in its file; the zero Position for nil.
+func Pos(n *yaml.Node) Position {
+	if n == nil {
+		return Position{}
+	}
+	return Position{Line: n.Line, Col: n.Column}
+}
+
+// IsText reports whether a scalar is a string to JSON: a YAML string, or a
+// timestamp, which is kept as the text written (SPEC §3).
+func IsText(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	t := n.ShortTag()
+	return t == "!!str" || t == "!!timestamp"
+}
+
+// Describe says what YAML reads a node as: "a mapping", "a boolean", ...
+func Describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.DocumentNode:
+		return "a document"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch t := n.ShortTag(); t {
+	case "!!str", "!!timestamp":
+		return "a string"
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "a boolean"
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!binary":
+		return "binary data"
+	case "!!merge":
+		return "a merge key"
+	default:
+		return "a value tagged " + t
+	}
+}
+
+// NotString explains why a node is not a string: ", not a mapping",
+// "; YAML reads 12 as an integer: quote it (\"12\")".
+func NotString(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		if n.Value == "" {
+			return ", not empty"
+		}
+		if t := n.ShortTag(); t == "!!binary" || !strings.HasPrefix(t, "!!") {
+			return ", not " + Describe(n)
+		}
+		return fmt.Sprintf("; YAML reads %s as %s: quote it (%s)", n.Value, Describe(n), strconv.Quote(n.Value))
+	}
+	return ", not " + Describe(n)
+}
+
+// Pairs yields the key and value nodes of a mapping, keys resolved, and
+// skips what the tree check has reported: keys that are not strings and
+// duplicates (the first one is kept).
+func Pairs(m *yaml.Node) iter.Seq2[*yaml.Node, *yaml.Node] {
+	return func(yield func(*yaml.Node, *yaml.Node) bool) {
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k := Resolve(m.Content[i])
+			if k == nil || !IsText(k) || seen[k.Value] {
+				continue
+			}
+			seen[k.Value] = true
+			if !yield(m.Content[i], m.Content[i+1]) {
+				return
+			}
+		}
+	}
+}
+
+// treeCheck walks a whole document once before anything reads it: it bounds
+// depth and alias expansion, finds alias cycles, and rejects keys that are
+// not strings, merge keys and duplicate keys.
+type treeCheck struct {
+	ps         *Problems
+	size       map[*yaml.Node]int  // expanded size of nodes an alias named
+	visiting   map[*yaml.Node]bool // for cycles
+	aliasNodes int                 // nodes added by aliases so far
+	fatal      bool                // stop: nothing may read this document
+	bad        map[*yaml.Node]bool // mappings with a key problem
+}
+
+// CheckTree walks a whole document once before anything reads it, adding
+// to ps what is wrong: nesting deeper than 200 levels, aliases that
+// expand to more than 10,000 nodes or into themselves, keys that are not
+// strings, merge keys and duplicate keys. fatal means nothing may read the
+// document; bad holds the mappings with a key problem (see [ContainsBad]).
+func CheckTree(ps *Problems, doc *yaml.Node) (fatal bool, bad map[*yaml.Node]bool) {
+	t := newTreeCheck(ps)
+	t.walk(doc, 0)
+	return t.fatal, t.bad
+}
+
+func newTreeCheck(ps *Problems) *treeCheck {
+	return &treeCheck{ps: ps, size: map[*yaml.Node]int{}, visiting: map[*yaml.Node]bool{}, bad: map[*yaml.Node]bool{}}
+}
+
+func (t *treeCheck) walk(n *yaml.Node, depth int) {
+	if n == nil || t.fatal {
+		return
+	}
+	if depth > maxYAMLDepth {
+		t.ps.Add(Pos(n), "nested deeper than %d levels", maxYAMLDepth)
+		t.fatal = true
+		return
+	}
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			t.walk(c, depth+1)
+		}
+	case yaml.MappingNode:
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.AliasNode {
+				t.walk(k, depth+1)
+			}
+			kr := Resolve(k)
+			switch {
+			case kr == nil || t.fatal:
+			case kr.Kind == yaml.ScalarNode && kr.ShortTag() == "!!merge":
+				t.ps.Add(Pos(k), "merge keys (<<) are not supported: write the keys out")
+				t.bad[n] = true
+			case kr.Kind != yaml.ScalarNode:
+				t.ps.Add(Pos(k), "a key must be a string, not %s", Describe(kr))
+				t.bad[n] = true
+			case !IsText(kr):
+				if kr.Value == "" {
+					t.ps.Add(Pos(k), "a key must be a string, not empty")
+				} else {
+					t.ps.Add(Pos(k), "key %s is %s to YAML: quote it (%s)", kr.Value, Describe(kr), strconv.Quote(kr.Value))
+				}
+				t.bad[n] = true
+			default:
+				if first, dup := seen[kr.Value]; dup {
+					t.ps.Add(Pos(k), "duplicate key %s (first at line %d)", strconv.Quote(kr.Value), first.Line)
+					t.bad[n] = true
+				} else {
+					seen[kr.Value] = k
+				}
+			}
+			t.walk(v, depth+1)
+		}
+	case yaml.AliasNode:
+		sz := t.expand(n.Alias, 0)
+		if sz < 0 {
+			t.ps.Add(Pos(n), "alias *%s is inside the node it names (a cycle)", n.Value)
+			t.fatal = true
+			return
+		}
+		t.aliasNodes += sz
+		if t.aliasNodes > maxAliasNodes {
+			t.ps.Add(Pos(n), "aliases expand to more than %d nodes (at *%s): anchors and aliases may not multiply the document", maxAliasNodes, n.Value)
+			t.fatal = true
+		}
+	}
+}
+
+// expand returns the number of nodes n stands for with its aliases
+// expanded, saturating just past maxAliasNodes, or -1 if n contains an alias
+// to itself. It remembers sizes, so a document of nested aliases costs time
+// linear in its text.
+func (t *treeCheck) expand(n *yaml.Node, depth int) int {
+	if n == nil {
+		return 0
+	}
+	if s, ok := t.size[n]; ok {
+		return s
+	}
+	if t.visiting[n] || depth > 10*maxYAMLDepth {
+		return -1
+	}
+	t.visiting[n] = true
+	defer delete(t.visiting, n)
+	total := 1
+	if n.Kind == yaml.AliasNode {
+		total = 0
+	}
+	kids := n.Content
+	if n.Kind == yaml.AliasNode {
+		kids = []*yaml.Node{n.Alias}
+	}
+	for _, c := range kids {
+		s := t.expand(c, depth+1)
+		if s < 0 {
+			return -1
+		}
+		total = min(total+s, maxAliasNodes+1)
+	}
+	t.size[n] = total
+	return total
+}
+
+// ContainsBad reports whether the tree under n holds a mapping with a key
+// problem already reported.
+func ContainsBad(n *yaml.Node, bad map[*yaml.Node]bool) bool {
+	if len(bad) == 0 {
+		return false
+	}
+	found := false
+	Visit(n, func(m *yaml.Node) bool {
+		if bad[m] {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// Visit calls f on every node under n (n included), aliases resolved, each
+// node once, until f returns false.
+func Visit(n *yaml.Node, f func(*yaml.Node) bool) {
+	seen := map[*yaml.Node]bool{}
+	var walk func(*yaml.Node) bool
+	walk = func(n *yaml.Node) bool {
+		n = Resolve(n)
+		if n == nil || seen[n] {
+			return true
+		}
+		seen[n] = true
+		if !f(n) {
+			return false
+		}
+		for _, c := range n.Content {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(n)
+}
+
+// Lookup returns the value of key in mapping m (resolved), or nil.
+func Lookup(m *yaml.Node, key string) *yaml.Node {
+	m = Resolve(m)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for k, v := range Pairs(m) {
+		if Resolve(k).Value == key {
+			return Resolve(v)
+		}
+	}
+	return nil
+}
+
+var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parserErrors are the YAML parser's (not scanner's) messages: yaml.v3
+// reports them with the 0-based line of the construct being parsed.
+var parserErrors = []string{
+	"did not find expected key",
+	"did not find expected node content",
+	"did not find expected '-' indicator",
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected <document start>",
+}
+
+// AddYAMLError records an error of the YAML parser, with its line if known.
+func AddYAMLError(ps *Problems, err error) {
+	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		msg := m[2]
+		if slices.Contains(parserErrors, msg) {
+			line++
+			msg += ", in the block starting on this line"
+		}
+		ps.List = append(ps.List, Problem{Line: line, Msg: "YAML syntax: " + msg})
+		return
+	}
+	msg := err.Error()
+	if len(msg) > 6 && msg[:6] == "yaml: " {
+		msg = msg[6:]
+	}
+	ps.List = append(ps.List, Problem{Msg: "YAML: " + msg})
+}

@@ -25,7 +25,8 @@ var allowed = map[string][]string{
 	"registry":     {"cas", "moderator", "gopkg.in/yaml.v3"},
 	"examples":     {},
 	"thread":       {"cas", "registry", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
-	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "moderator", "agent", "extract", "thread", "examples",
+	"store":        {"cas", "cas/disk", "cas/postgres"},
+	"cmd/uwf": {"cas", "store", "registry", "moderator", "agent", "extract", "thread", "examples",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
 

@@ -695,11 +695,6 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 		return err
 	}
 	defer closeStore()
-	e := s.engine(repo)
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return err
-	}
 	type entry struct {
 		Depth  int      `json:"depth"`
 		Hash   cas.Hash `json:"hash"`
@@ -716,20 +711,15 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 	if s.json {
 		bw.WriteByte('[')
 	}
-	for n, err := range e.OldestFirst(ctx, head) {
+	for n, err := range s.engine(repo).Steps(ctx, id) {
 		if err != nil {
 			bw.Flush()
 			return err
 		}
-		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind}
+		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind, Status: n.Status}
 		switch n.Kind {
 		case thread.KindStep:
 			en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
-			if out, err := repo.Get(ctx, n.Step.Output); err == nil {
-				if m, ok := out.Payload.(map[string]any); ok {
-					en.Status, _ = m["status"].(string)
-				}
-			}
 		case thread.KindMark:
 			en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
 		}
@@ -979,58 +969,12 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		return err
 	}
 	defer closeStore()
-	e := s.engine(repo)
-	n, err := e.Node(ctx, h)
+	v, err := s.engine(repo).StepView(ctx, h)
 	if err != nil {
 		return err
 	}
-	if n.Step == nil {
-		return fmt.Errorf("%s: %w: a %s node, not a step", h, cas.ErrInvalid, n.Kind)
-	}
-	st := n.Step
-	out, err := repo.Get(ctx, st.Output)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", st.Output, err)
-	}
-	dn, err := repo.Get(ctx, st.Detail)
-	if err != nil {
-		return fmt.Errorf("detail %s: %w", st.Detail, err)
-	}
-	d, err := thread.DecodeDetail(dn)
-	if err != nil {
-		return fmt.Errorf("detail %s: %w", st.Detail, err)
-	}
-	text := func(h cas.Hash) (string, error) {
-		if h.IsZero() {
-			return "", nil
-		}
-		c, err := repo.Get(ctx, h)
-		if err != nil {
-			return "", fmt.Errorf("content %s: %w", h, err)
-		}
-		s, _ := c.Payload.(string)
-		return s, nil
-	}
-	prompt, err := text(d.Prompt)
-	if err != nil {
-		return err
-	}
-	raw, err := text(d.Raw)
-	if err != nil {
-		return err
-	}
-	stderr, err := text(d.Stderr)
-	if err != nil {
-		return err
-	}
-	var attempts []string
-	for _, a := range d.Attempts {
-		t, err := text(a)
-		if err != nil {
-			return err
-		}
-		attempts = append(attempts, t)
-	}
+	st, out, d, attempts := v.Step, v.Output, v.Detail, v.Attempts
+	prompt, raw, stderr := v.Prompt, v.Raw, v.Stderr
 	if s.json {
 		payload, err := rawJSON(out.Payload)
 		if err != nil {

@@ -26,6 +26,13 @@ func threadCommand() *cli.Command {
 	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, llm, synth, human or replay:<thread>)"}
 	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
+	// start and run take the same thread flags; run adds the step loop's.
+	startFlags := func(more ...cli.Flag) []cli.Flag {
+		return append([]cli.Flag{
+			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
+			&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
+		}, more...)
+	}
 	return &cli.Command{
 		Name:  "thread",
 		Usage: "start, step, inspect, fork and replay threads",
@@ -37,10 +44,7 @@ func threadCommand() *cli.Command {
 				Description: `The workflow is a file (validated and registered first), a registered name,
 or a hash. Stores the start node, creates threads/<id> and prints the id.
 --cwd sets the folder agents run in (default: the current one).`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
-					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
-				},
+				Flags: startFlags(),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -58,11 +62,7 @@ per line). The step limit (the workflow's maxSteps, 100 without one)
 suspends the thread with a "limit" line (event) and exits 1. An agent that
 cannot run (--agent unknown, no agent for a role) is refused before the
 thread is created.`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
-					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
-					agentFlag, seedFlag, inputFlag,
-				},
+				Flags: startFlags(agentFlag, seedFlag, inputFlag),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err

@@ -1,6 +1,7 @@
 // Package store opens a uwf store by its URL: the one place that turns a
-// store URL into a backend ([disk] or [postgres]) and the typed layer
-// ([cas.Repo]) over it. The uwf CLI opens every store through [Open], and
+// store URL into a backend ([github.com/uncaged/uwf/cas/disk] or
+// [github.com/uncaged/uwf/cas/postgres]) and the typed layer
+// ([github.com/uncaged/uwf/cas.Repo]) over it. The uwf CLI opens every store through [Open], and
 // so should any program embedding uwf, and any agent handed the store in
 // UWF_STORE, so that all of them read a URL the same way.
 //
@@ -15,8 +16,9 @@
 //
 // A leading ~ or ~/ in a disk path is the user's home directory. A plain
 // path that contains '?' is taken whole unless what follows is
-// durability=...; any other scheme, an empty path, or another query
-// parameter on a disk URL is an error ([URLError]).
+// durability=...; any other scheme, an empty path, another query
+// parameter on a disk URL, or durability on a PostgreSQL URL is an error
+// ([URLError]).
 //
 // # Creation
 //
@@ -28,5 +30,5 @@
 // # Secrets
 //
 // A PostgreSQL URL may hold a password. Errors from this package name a
-// URL only through [secret.RedactURL], with the password shown as xxxxx.
+// URL with its password (and password= query parameters) shown as xxxxx.
 package store

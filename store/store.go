@@ -55,8 +55,8 @@ func (e *DurabilityError) Error() string {
 
 // Parse reads a store URL (the forms are in the package documentation).
 // The error is a *[URLError] (which may wrap a *[DurabilityError]). A
-// PostgreSQL URL is only recognised here: its own syntax is checked when
-// it is opened.
+// PostgreSQL URL is only recognised here (and refused if it has a
+// durability parameter): its own syntax is checked when it is opened.
 func Parse(raw string) (Location, error) {
 	bad := func(err error) (Location, error) {
 		return Location{}, &URLError{URL: secret.RedactURL(raw), Err: err}
@@ -66,6 +66,11 @@ func Parse(raw string) (Location, error) {
 	case raw == "":
 		return bad(fmt.Errorf("empty"))
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		if _, query, ok := strings.Cut(raw, "?"); ok {
+			if q, err := url.ParseQuery(query); err == nil && q.Has("durability") {
+				return bad(fmt.Errorf("durability applies to disk stores only (PostgreSQL follows the server's settings)"))
+			}
+		}
 		return Location{Postgres: raw}, nil
 	case strings.HasPrefix(lower, "file://"):
 		path, query, _ := strings.Cut(raw[len("file://"):], "?")

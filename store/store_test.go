@@ -66,6 +66,7 @@ func TestParseErrors(t *testing.T) {
 		{"file:///a%zz", `invalid store URL "file:///a%zz": invalid URL escape "%zz"`},
 		{"/a?durability=maybe", `invalid store URL "/a?durability=maybe": invalid durability "maybe": want strict or none`},
 		{"file:///a?durability=", `invalid durability ""`},
+		{"postgres://u:hunter22@h/db?sslmode=disable&durability=none", `invalid store URL "postgres://u:xxxxx@h/db?sslmode=disable&durability=none": durability applies to disk stores only`},
 	} {
 		loc, err := store.Parse(tc.in)
 		var ue *store.URLError

@@ -22,6 +22,15 @@
 //     start, the fork point or the last resume. Reaching it appends a
 //     suspended mark naming it, reported as an [EventLimit].
 //
+// # Views
+//
+// What a person inspects is assembled here, not by the CLI: [Engine.Show]
+// and [Engine.List] describe threads, [Engine.Steps] lists a chain with
+// each step's output status, [Engine.StepView] expands one step (output,
+// detail, prompt, raw output, stderr, failed attempts) and [Engine.Read]
+// renders a thread as markdown. A node a view needs that is absent,
+// damaged or of the wrong kind is an error naming it.
+//
 // # Secrets
 //
 // Everything recorded from an agent (raw output, stderr, failed attempts,

@@ -193,7 +193,10 @@ func (e *Engine) renderEntry(ctx context.Context, n *Node, get func(cas.Hash) (c
 		if err != nil {
 			return "", fmt.Errorf("step %s: raw output: %w", n.Hash, err)
 		}
-		raw, _ := rn.Payload.(string)
+		raw, err := DecodeContent(rn)
+		if err != nil {
+			return "", fmt.Errorf("step %s: raw output %s: %w", n.Hash, d.Raw, err)
+		}
 		if body := strings.TrimSpace(outputBody(raw)); body != "" {
 			fmt.Fprintf(&b, "\n%s\n", body)
 		}

@@ -617,7 +617,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	tm.Commit = time.Since(t0)
 	e.log.Debug("step timings", "thread", id, "role", d.Role, "context", tm.Context, "agent", tm.Agent,
 		"extract", tm.Extract, "store", tm.Store, "commit", tm.Commit)
-	status, _ := out.Value.(map[string]any)["status"].(string)
+	status := outputStatus(out.Value)
 	e.progress(opts, Event{Type: EventStep, Thread: id, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Head: stepHash, Elapsed: completed.Sub(started)})
 	return &StepResult{Thread: id, Kind: EventStep, Head: stepHash, Depth: c.Depth, Role: d.Role, Agent: ag.Name(), Status: status, Timings: tm}, nil
 }
@@ -754,20 +754,12 @@ func (e *Engine) recorded(ctx context.Context, n *Node) (agent.Recorded, error) 
 	if err != nil {
 		return agent.Recorded{}, err
 	}
-	text := func(h cas.Hash) (string, error) {
-		c, err := e.repo.Get(ctx, h)
-		if err != nil {
-			return "", err
-		}
-		s, _ := c.Payload.(string)
-		return s, nil
-	}
 	rec := agent.Recorded{Role: n.Step.Role}
-	if rec.Raw, err = text(d.Raw); err != nil {
+	if rec.Raw, err = e.content(ctx, d.Raw); err != nil {
 		return rec, err
 	}
 	for _, a := range d.Attempts {
-		s, err := text(a)
+		s, err := e.content(ctx, a)
 		if err != nil {
 			return rec, err
 		}

@@ -421,3 +421,50 @@ func TestStepInterrupted(t *testing.T) {
 		t.Errorf("an interrupted step recorded a failure: %q", out)
 	}
 }
+
+// TestAgentOpensStore: an agent written in Go opens the store it is handed
+// in UWF_STORE with store.Open and finds there the very thread it is
+// stepping, at the head uwf stepped it from, whatever URL form --store
+// took.
+func TestAgentOpensStore(t *testing.T) {
+	bin := buildTestAgent(t)
+	urls := map[string]func(t *testing.T, e *env) string{
+		"file URL": func(t *testing.T, e *env) string {
+			return "file://" + filepath.Join(e.dir, "a store") + "?durability=none"
+		},
+		"tilde":    func(t *testing.T, e *env) string { t.Setenv("HOME", e.dir); return "~/s" },
+		"postgres": func(t *testing.T, e *env) string { return freshSchema(postgresURL(t)) },
+	}
+	for name, url := range urls {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			store := url(t, e)
+			log := t.TempDir()
+			e.writeConfig("agents:\n  scripted:\n    command: " + bin + "\n    env: {AGENT_LOG: " + log + ", AGENT_OPEN: '1'}\n    timeout: 1m\ndefaultAgent: scripted\n")
+			e.write("review-loop.yaml", reviewLoop)
+			r := e.run("", "--store", store, "thread", "run", "review-loop.yaml", "-p", "Add a flag")
+			if r.code != 0 {
+				t.Fatalf("thread run: %v", r)
+			}
+			id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "thread "))
+			var steps [][]string
+			for line := range strings.Lines(e.ok("", "--store", store, "thread", "steps", id)) {
+				steps = append(steps, strings.Fields(line))
+			}
+			envs, _ := filepath.Glob(filepath.Join(log, "*.env"))
+			if len(envs) != 5 || len(steps) != 7 {
+				t.Fatalf("%d agent runs, %d chain nodes; want 5 and 7", len(envs), len(steps))
+			}
+			for i, f := range envs {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Run i+1 stepped from the node at depth i.
+				if want := "head=" + steps[i][1] + "\n"; !strings.Contains(string(b), want) {
+					t.Errorf("agent run %d saw %q, want %q", i+1, b, want)
+				}
+			}
+		})
+	}
+}

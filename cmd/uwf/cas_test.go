@@ -526,33 +526,6 @@ func TestStoreURL(t *testing.T) {
 	}
 }
 
-func TestParseStoreURL(t *testing.T) {
-	for _, tc := range []struct {
-		in, dir, durability string
-	}{
-		{"/a/b", "/a/b", ""},
-		{"rel/dir", "rel/dir", ""},
-		{"/a/b?durability=none", "/a/b", "none"},
-		{"/a/what?", "/a/what?", ""},
-		{"/a/b?x=1", "/a/b?x=1", ""},
-		{"file:///a/b", "/a/b", ""},
-		{"file:///a/b?durability=strict", "/a/b", "strict"},
-		{"file://localhost/a/b", "/a/b", ""},
-		{"file:///a%20b", "/a b", ""},
-		{"file://rel", "rel", ""},
-	} {
-		loc, err := parseStoreURL(tc.in)
-		if err != nil || loc.dir != tc.dir || loc.durability != tc.durability {
-			t.Errorf("parseStoreURL(%q) = %+v, %v; want %q, %q", tc.in, loc, err, tc.dir, tc.durability)
-		}
-	}
-	for _, in := range []string{"", "file://", "s3://b/k", "file:///a?durability=none&durability=strict", "file:///a?foo=1", "file:///a%zz"} {
-		if loc, err := parseStoreURL(in); err == nil {
-			t.Errorf("parseStoreURL(%q) = %+v, want an error", in, loc)
-		}
-	}
-}
-
 func TestParseDuration(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -27,6 +27,13 @@ func threadCommand() *cli.Command {
 	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, llm, synth, human or replay:<thread>)"}
 	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
+	// start and run take the same thread flags; run adds the step loop's.
+	startFlags := func(more ...cli.Flag) []cli.Flag {
+		return append([]cli.Flag{
+			&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
+			&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
+		}, more...)
+	}
 	return &cli.Command{
 		Name:  "thread",
 		Usage: "start, step, inspect, fork and replay threads",
@@ -38,10 +45,7 @@ func threadCommand() *cli.Command {
 				Description: `The workflow is a file (validated and registered first), a registered name,
 or a hash. Stores the start node, creates threads/<id> and prints the id.
 --cwd sets the folder agents run in (default: the current one).`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
-					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
-				},
+				Flags: startFlags(),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -59,11 +63,7 @@ per line). The step limit (the workflow's maxSteps, 100 without one)
 suspends the thread with a "limit" line (event) and exits 1. An agent that
 cannot run (--agent unknown, no agent for a role) is refused before the
 thread is created.`,
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "the task, `TEXT` (- reads stdin)"},
-					&cli.StringFlag{Name: "cwd", Usage: "agents' working `DIR`"},
-					agentFlag, seedFlag, inputFlag,
-				},
+				Flags: startFlags(agentFlag, seedFlag, inputFlag),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -716,11 +716,6 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 		return err
 	}
 	defer closeStore()
-	e := s.engine(repo)
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return err
-	}
 	type entry struct {
 		Depth  int      `json:"depth"`
 		Hash   cas.Hash `json:"hash"`
@@ -737,20 +732,15 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 	if s.json {
 		bw.WriteByte('[')
 	}
-	for n, err := range e.OldestFirst(ctx, head) {
+	for n, err := range s.engine(repo).Steps(ctx, id) {
 		if err != nil {
 			bw.Flush()
 			return err
 		}
-		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind}
+		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind, Status: n.Status}
 		switch n.Kind {
 		case thread.KindStep:
 			en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
-			if out, err := repo.Get(ctx, n.Step.Output); err == nil {
-				if m, ok := out.Payload.(map[string]any); ok {
-					en.Status, _ = m["status"].(string)
-				}
-			}
 		case thread.KindMark:
 			en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
 		}
@@ -1000,58 +990,12 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		return err
 	}
 	defer closeStore()
-	e := s.engine(repo)
-	n, err := e.Node(ctx, h)
+	v, err := s.engine(repo).StepView(ctx, h)
 	if err != nil {
 		return err
 	}
-	if n.Step == nil {
-		return fmt.Errorf("%s: %w: a %s node, not a step", h, cas.ErrInvalid, n.Kind)
-	}
-	st := n.Step
-	out, err := repo.Get(ctx, st.Output)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", st.Output, err)
-	}
-	dn, err := repo.Get(ctx, st.Detail)
-	if err != nil {
-		return fmt.Errorf("detail %s: %w", st.Detail, err)
-	}
-	d, err := thread.DecodeDetail(dn)
-	if err != nil {
-		return fmt.Errorf("detail %s: %w", st.Detail, err)
-	}
-	text := func(h cas.Hash) (string, error) {
-		if h.IsZero() {
-			return "", nil
-		}
-		c, err := repo.Get(ctx, h)
-		if err != nil {
-			return "", fmt.Errorf("content %s: %w", h, err)
-		}
-		s, _ := c.Payload.(string)
-		return s, nil
-	}
-	prompt, err := text(d.Prompt)
-	if err != nil {
-		return err
-	}
-	raw, err := text(d.Raw)
-	if err != nil {
-		return err
-	}
-	stderr, err := text(d.Stderr)
-	if err != nil {
-		return err
-	}
-	var attempts []string
-	for _, a := range d.Attempts {
-		t, err := text(a)
-		if err != nil {
-			return err
-		}
-		attempts = append(attempts, t)
-	}
+	st, out, d, attempts := v.Step, v.Output, v.Detail, v.Attempts
+	prompt, raw, stderr := v.Prompt, v.Raw, v.Stderr
 	if s.json {
 		payload, err := rawJSON(out.Payload)
 		if err != nil {

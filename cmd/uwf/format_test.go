@@ -344,7 +344,9 @@ func TestDamagedBuiltinsCLI(t *testing.T) {
 		}
 	}
 
-	out = e.ok("", "cas", "fsck", "--repair")
+	// The disk store warns that it healed the corrupt object: that is
+	// stderr's, not the transcript's.
+	out = e.ok("", "--log-level", "error", "cas", "fsck", "--repair")
 	var transcript strings.Builder
 	transcript.WriteString("$ uwf cas fsck --repair\nstdout:\n")
 	for line := range strings.Lines(out) {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -17,10 +15,9 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/cas/disk"
-	"github.com/uncaged/uwf/cas/postgres"
 	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/internal/secret"
+	"github.com/uncaged/uwf/store"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -96,92 +93,22 @@ func withSession(fn func(c *cli.Context, s *session) error) cli.ActionFunc {
 // The debug log measures from it (bench/step-cli.sh reads it).
 var mainStart = time.Now()
 
-// storeLocation is a parsed --store URL.
-type storeLocation struct {
-	dir        string // the disk store's directory
-	durability string // from ?durability=, "" if absent
-	postgres   string // a PostgreSQL connection URL, if the store is one
-}
-
-// parseStoreURL reads the store URL forms of docs/CLI.md: a plain path or
-// file://path for the disk backend, optionally followed by
-// ?durability=strict|none; postgres:// and postgresql:// for PostgreSQL
-// (not in this build yet).
-func parseStoreURL(raw string) (storeLocation, error) {
-	lower := strings.ToLower(raw)
-	switch {
-	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		return storeLocation{postgres: raw}, nil
-	case strings.HasPrefix(lower, "file://"):
-		rest := raw[len("file://"):]
-		path, query, _ := strings.Cut(rest, "?")
-		p, err := url.PathUnescape(path)
-		if err != nil {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", secret.RedactURL(raw), err)
-		}
-		if strings.HasPrefix(p, "localhost/") {
-			p = p[len("localhost"):]
-		}
-		if p == "" {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: no path", secret.RedactURL(raw))
-		}
-		return withQuery(raw, storeLocation{dir: p}, query)
+// storeRaw is the store URL from --store, or the default disk store's path
+// <home>/store.
+func (s *session) storeRaw() (string, error) {
+	if s.store != "" {
+		return s.store, nil
 	}
-	if i := strings.Index(raw, "://"); i > 0 && !strings.ContainsAny(raw[:i], "/\\.") {
-		return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown scheme %q (want a path, file://, or postgres://)", secret.RedactURL(raw), raw[:i])
-	}
-	if raw == "" {
-		return storeLocation{}, errors.New("invalid store URL: empty")
-	}
-	// A plain path may end in ?durability=...; a path that merely contains
-	// '?' is kept whole.
-	if path, query, ok := strings.Cut(raw, "?"); ok && strings.HasPrefix(query, "durability=") {
-		return withQuery(raw, storeLocation{dir: path}, query)
-	}
-	return storeLocation{dir: raw}, nil
-}
-
-func withQuery(raw string, loc storeLocation, query string) (storeLocation, error) {
-	if query == "" {
-		return loc, nil
-	}
-	q, err := url.ParseQuery(query)
+	home, err := s.homeDir()
 	if err != nil {
-		return storeLocation{}, fmt.Errorf("invalid store URL %q: %w", secret.RedactURL(raw), err)
+		return "", err
 	}
-	for k, v := range q {
-		if k != "durability" || len(v) != 1 {
-			return storeLocation{}, fmt.Errorf("invalid store URL %q: unknown or repeated parameter %q (only durability=strict|none)", secret.RedactURL(raw), k)
-		}
-	}
-	loc.durability = q.Get("durability")
-	return loc, nil
-}
-
-// location resolves the store's place from --store, --home and their
-// defaults.
-func (s *session) location() (storeLocation, error) {
-	raw := s.store
-	if raw == "" {
-		home, err := s.homeDir()
-		if err != nil {
-			return storeLocation{}, err
-		}
-		raw = filepath.Join(home, "store")
-	}
-	loc, err := parseStoreURL(raw)
-	if err != nil {
-		return storeLocation{}, &usageError{cmd: s.cmd, err: err}
-	}
-	if loc.postgres == "" {
-		loc.dir = expandTilde(loc.dir)
-	}
-	return loc, nil
+	return filepath.Join(home, "store"), nil
 }
 
 func (s *session) homeDir() (string, error) {
 	if s.home != "" {
-		return expandTilde(s.home), nil
+		return store.ExpandTilde(s.home), nil
 	}
 	u, err := os.UserHomeDir()
 	if err != nil {
@@ -190,51 +117,22 @@ func (s *session) homeDir() (string, error) {
 	return filepath.Join(u, ".uncaged", "workflow"), nil
 }
 
-func expandTilde(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if u, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(u, p[1:])
-		}
-	}
-	return p
-}
-
-// open opens the store, creating it on first use (safe when several
-// processes do so at once), and the typed layer over it. close releases it.
+// open opens the store with [store.Open], as any program given the same
+// URL does: a URL or durability it cannot read is a usage error. close
+// releases it.
 func (s *session) open(ctx context.Context) (repo *cas.Repo, close func(), err error) {
-	loc, err := s.location()
+	raw, err := s.storeRaw()
 	if err != nil {
 		return nil, nil, err
 	}
-	if loc.postgres != "" {
-		return s.openPostgres(ctx, loc.postgres)
-	}
 	// --durability (or UWF_DURABILITY) wins over the URL's ?durability=.
-	var d disk.Durability
-	mode := "strict"
-	for _, m := range []string{loc.durability, s.durability} {
-		if m == "" {
-			continue
-		}
-		if d, err = disk.ParseDurability(m); err != nil {
-			return nil, nil, usageErrorf(s.cmd, "invalid durability %q: want strict or none", m)
-		}
-		mode = m
+	repo, close, err = store.Open(ctx, raw, &store.Options{Durability: s.durability, Now: s.now, Logger: s.log})
+	var badURL *store.URLError
+	var badDurability *store.DurabilityError
+	if errors.As(err, &badURL) || errors.As(err, &badDurability) {
+		return nil, nil, &usageError{cmd: s.cmd, err: err}
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(loc.dir)), 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create the store's parent directory: %w", err)
-	}
-	st, err := disk.OpenOrCreate(loc.dir, &disk.Options{Durability: d, Now: s.now})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open store %s: %w", loc.dir, err)
-	}
-	s.log.Debug("opened store", "dir", loc.dir, "durability", mode, "since_main", time.Since(mainStart))
-	repo, err = cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: s.log})
-	if err != nil {
-		st.Close()
-		return nil, nil, fmt.Errorf("open store %s: %w", loc.dir, err)
-	}
-	return repo, func() { st.Close() }, nil
+	return repo, close, err
 }
 
 // config reads <home>/config.yaml (an absent file is an empty config) and
@@ -261,35 +159,12 @@ func (s *session) engine(repo *cas.Repo) *thread.Engine {
 }
 
 // storeURL is the store as agents are told it (UWF_STORE): the --store
-// URL, or the default disk store's path. It may hold a password: print
-// [session.printableStoreURL] instead.
+// URL, or the default disk store's path ("" if the home is unknown). It
+// may hold a password: print [session.printableStoreURL] instead.
 func (s *session) storeURL() string {
-	if s.store != "" {
-		return s.store
-	}
-	home, err := s.homeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, "store")
+	raw, _ := s.storeRaw() // an unknown home fails the command elsewhere
+	return raw
 }
 
 // printableStoreURL is storeURL with any password hidden.
 func (s *session) printableStoreURL() string { return secret.RedactURL(s.storeURL()) }
-
-// openPostgres opens a PostgreSQL store (--durability does not apply: the
-// server's own settings decide).
-func (s *session) openPostgres(ctx context.Context, url string) (*cas.Repo, func(), error) {
-	name := secret.RedactURL(url)
-	st, err := postgres.Open(ctx, url, &postgres.Options{Logger: s.log})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open store %s: %w", name, err)
-	}
-	s.log.Debug("opened store", "postgres", name)
-	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: s.log})
-	if err != nil {
-		st.Close()
-		return nil, nil, fmt.Errorf("open store %s: %w", name, err)
-	}
-	return repo, st.Close, nil
-}

@@ -248,3 +248,32 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRunFlags: thread run takes thread start's flags, declared once,
+// plus the step loop's.
+func TestStartRunFlags(t *testing.T) {
+	e := newEnv(t)
+	options := func(cmd string) []string {
+		help := e.ok("", "thread", cmd, "--help")
+		_, opts, ok := strings.Cut(help, "OPTIONS:")
+		if !ok {
+			t.Fatalf("thread %s --help has no OPTIONS:\n%s", cmd, help)
+		}
+		var lines []string
+		for _, l := range strings.Split(opts, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "--help") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	start, run := options("start"), options("run")
+	if len(start) != 2 || len(run) != len(start)+3 {
+		t.Fatalf("thread start options %q, run options %q: want -p and --cwd, and run three more", start, run)
+	}
+	for i, l := range start {
+		if run[i] != l {
+			t.Errorf("thread run option %q, thread start has %q", run[i], l)
+		}
+	}
+}

@@ -27,7 +27,8 @@ var allowed = map[string][]string{
 	"registry":     {"cas", "moderator", "roleschema", "gopkg.in/yaml.v3"},
 	"examples":     {},
 	"thread":       {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
-	"cmd/uwf": {"cas", "cas/disk", "cas/postgres", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples",
+	"store":        {"cas", "cas/disk", "cas/postgres"},
+	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
 

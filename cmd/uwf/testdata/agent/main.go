@@ -5,6 +5,10 @@
 // frontmatter answer. The reviewer rejects the first change it sees and
 // approves the next.
 //
+// With AGENT_OPEN=1 it opens the store it is handed in UWF_STORE with
+// store.Open, as any Go agent would, and logs the head of its thread
+// there as head=<hash> in its .env file.
+//
 // With AGENT_LEAK=1 it leaks everything it knows, as a careless agent
 // would: its first run prints its environment and $UWF_HOME/.env to stderr
 // and fails with the value of $LEAK_FATAL as its last stderr line; later
@@ -12,11 +16,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/uncaged/uwf/store"
 )
 
 func main() {
@@ -51,6 +58,19 @@ func main() {
 		fmt.Fprintf(&env, "%s=%s\n", k, os.Getenv(k))
 	}
 	fmt.Fprintf(&env, "cwd=%s\n", cwd)
+	if os.Getenv("AGENT_OPEN") == "1" {
+		ctx := context.Background()
+		repo, release, err := store.Open(ctx, os.Getenv("UWF_STORE"), &store.Options{Durability: os.Getenv("UWF_DURABILITY")})
+		if err != nil {
+			fail(err)
+		}
+		head, err := repo.Refs().Get(ctx, "threads/"+os.Getenv("UWF_THREAD"))
+		release()
+		if err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(&env, "head=%s\n", head)
+	}
 	if err := os.WriteFile(name+".env", []byte(env.String()), 0o644); err != nil {
 		fail(err)
 	}

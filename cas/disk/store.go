@@ -502,7 +502,7 @@ func (s *Store) mtimeSlack() time.Duration {
 }
 
 func (s *Store) probeSlack() (time.Duration, error) {
-	f, err := s.fs.CreateTemp(s.tmpDir)
+	f, err := s.fs.CreateTemp(s.tmpDir, atomicfile.DefaultPerm)
 	if err != nil {
 		return 0, err
 	}

@@ -65,7 +65,9 @@ type CommandSpec struct {
 // When the run times out or its context is cancelled, the whole group gets
 // SIGTERM, then SIGKILL after the grace period. When the command exits,
 // whatever it left running in its group is killed too: a run owns its
-// process group. A Command is safe for concurrent use.
+// process group. On Windows, which has neither process groups nor SIGTERM,
+// the command alone is terminated at once and what it started may outlive
+// it. A Command is safe for concurrent use.
 type Command struct {
 	name string
 	spec CommandSpec
@@ -134,12 +136,11 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	stderr := &tailBuffer{max: MaxStderr}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	var stopped atomic.Bool
 	cmd.Cancel = func() error {
 		stopped.Store(true)
-		// The group's id is the leader's pid (Setpgid with Pgid 0).
-		return killGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return stopGroup(cmd.Process)
 	}
 	// After a cancel (or the leader's exit), wait this long for the group
 	// to go and for the pipes to close, then kill the leader and close them.
@@ -160,7 +161,7 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	}
 	waitErr := cmd.Wait()
 	// The run owns its process group: nothing in it outlives the run.
-	_ = killGroup(cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(cmd.Process)
 	res.Duration = time.Since(start)
 	res.Raw = stdout.String()
 	res.Stderr = stderr.String()
@@ -236,18 +237,6 @@ func (c *Command) environ(req *Request) []string {
 		"UWF_WORKFLOW="+req.Workflow,
 		"UWF_ATTEMPT="+strconv.Itoa(req.Attempt),
 	)
-}
-
-// killGroup sends sig to the process group pgid; a group already gone is
-// not an error.
-func killGroup(pgid int, sig syscall.Signal) error {
-	if pgid <= 0 {
-		return nil
-	}
-	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
-	}
-	return nil
 }
 
 // limitedBuffer keeps up to max bytes and calls full once when more come.

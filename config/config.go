@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
 	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/internal/yamldoc"
 )
@@ -925,7 +926,9 @@ func Set(home, path, value string, builtins Builtins) error {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(file, buf.Bytes(), perm)
+	// Written beside it, synced, renamed over it, the folder synced; created
+	// with its mode, so a 0600 file holding secrets is never readable wider.
+	return atomicfile.ReplacePerm(atomicfile.OS, "", file, buf.Bytes(), perm, true)
 }
 
 // yamlValue reads a value given on the command line as a YAML node.

@@ -492,6 +492,9 @@ models: {}
 	if fi, err := os.Stat(filepath.Join(home, "config.yaml")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode after set: %v, %v", fi.Mode(), err)
 	}
+	if es, err := os.ReadDir(home); err != nil || len(es) != 1 {
+		t.Errorf("files in the home after sets (want only config.yaml): %v, %v", es, err)
+	}
 
 	// An edit that would make the config invalid is refused; nothing changes.
 	for _, s := range [][2]string{

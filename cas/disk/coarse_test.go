@@ -28,8 +28,8 @@ func (c coarseFS) round(t time.Time) time.Time {
 
 func (c coarseFS) Chtimes(path string, t time.Time) error { return c.FS.Chtimes(path, c.round(t)) }
 
-func (c coarseFS) CreateTemp(dir string) (atomicfile.File, error) {
-	f, err := c.FS.CreateTemp(dir)
+func (c coarseFS) CreateTemp(dir string, perm fs.FileMode) (atomicfile.File, error) {
+	f, err := c.FS.CreateTemp(dir, perm)
 	if err != nil {
 		return nil, err
 	}

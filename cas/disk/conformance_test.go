@@ -8,14 +8,29 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/castest"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
 // TestConformance runs the shared conformance suite against the disk
 // backend, each subtest on a fresh store (durability none: the order of
 // syncs is tested through the recording filesystem instead).
 func TestConformance(t *testing.T) {
+	runConformance(t, &disk.Options{Durability: disk.DurabilityNone})
+}
+
+// TestConformancePortable runs the suite on the path macOS and the other
+// Unix systems take, with renameat2 and syncfs switched off (objects
+// published by link(2), a batch synced file by file), and strict
+// durability so that the fallbacks are exercised.
+func TestConformancePortable(t *testing.T) {
+	opts := &disk.Options{Durability: disk.DurabilityStrict}
+	disk.SetFS(opts, atomicfile.Portable)
+	runConformance(t, opts)
+}
+
+func runConformance(t *testing.T, opts *disk.Options) {
 	castest.Run(t, func(t *testing.T) (cas.Store, cas.Refs) {
-		st, err := disk.Create(t.TempDir(), &disk.Options{Durability: disk.DurabilityNone})
+		st, err := disk.Create(t.TempDir(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

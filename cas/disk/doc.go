@@ -105,4 +105,15 @@
 //     writer. Entries added by [Refs.ImportLog] are marked and never taken for
 //     intents;
 //   - no lock stays held: flock locks die with their process.
+//
+// # Platforms
+//
+// The store runs on Linux, macOS and the other Unix systems. On Linux it
+// publishes with renameat2(2) RENAME_NOREPLACE and makes a batch durable
+// with syncfs(2) (falling back, per call, where the kernel or filesystem
+// lacks them); elsewhere it takes the portable path: link(2) then removing
+// the temporary name, and an fsync of each file of a batch. Both paths run
+// the conformance suite on Linux. On Windows there is no flock(2), which the
+// store's cross-process locks rely on: [Create] and [Open] fail with an error
+// wrapping [errors.ErrUnsupported] that says so (use a PostgreSQL store).
 package disk

@@ -10,6 +10,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/atomicfile"
 	"github.com/uncaged/uwf/internal/atomicfile/atomicfiletest"
 )
 
@@ -17,8 +18,14 @@ import (
 // d; the recorder is reset after creation.
 func recorded(t *testing.T, d disk.Durability, pool bool) (*disk.Store, *atomicfiletest.Recorder) {
 	t.Helper()
+	return recordedOn(t, d, pool, atomicfile.OS)
+}
+
+// recordedOn is recorded, the recorder writing through fsys.
+func recordedOn(t *testing.T, d disk.Durability, pool bool, fsys atomicfile.FS) (*disk.Store, *atomicfiletest.Recorder) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
-	rec := &atomicfiletest.Recorder{Root: dir}
+	rec := &atomicfiletest.Recorder{FS: fsys, Root: dir}
 	opts := &disk.Options{Durability: d}
 	disk.SetFS(opts, rec)
 	disk.SetBatchSyncPool(opts, pool)
@@ -128,9 +135,16 @@ func TestDurabilityHeal(t *testing.T) {
 }
 
 func TestDurabilityBatch(t *testing.T) {
-	for _, pool := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pool=%v", pool), func(t *testing.T) {
-			s, rec := recorded(t, disk.DurabilityStrict, pool)
+	for _, tc := range []struct {
+		pool, portable bool
+	}{{false, false}, {true, false}, {false, true}} {
+		pool := tc.pool
+		t.Run(fmt.Sprintf("pool=%v/portable=%v", pool, tc.portable), func(t *testing.T) {
+			fsys := atomicfile.OS
+			if tc.portable {
+				fsys = atomicfile.Portable
+			}
+			s, rec := recordedOn(t, disk.DurabilityStrict, pool, fsys)
 			mustPut(t, s, []byte("present"))
 			rec.Reset()
 			var data [][]byte
@@ -183,6 +197,11 @@ func TestDurabilityBatch(t *testing.T) {
 			}
 			if pool && syncfs >= 0 {
 				t.Errorf("pool mode called syncfs")
+			}
+			if tc.portable && (syncfs >= 0 || len(synced) < 200) {
+				// Without syncfs (macOS), the batch falls back to
+				// syncing each file.
+				t.Errorf("portable path: syncfs succeeded or %d of 200 files synced:%s", len(synced), dump(ops))
 			}
 			if !pool && syncfs < 0 && len(synced) < 200 {
 				t.Errorf("neither syncfs nor every file synced:%s", dump(ops))

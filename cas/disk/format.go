@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
@@ -113,7 +112,7 @@ func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas
 	if err := r.s.ready(ctx); err != nil {
 		return err
 	}
-	unlock, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+	unlock, err := lockWait(ctx, r.globalLock, lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock refs: %w", err)
 	}

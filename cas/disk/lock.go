@@ -3,12 +3,11 @@ package disk
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
 // Lock takes the store-wide lock: shared for writers (around "check the
@@ -30,20 +29,16 @@ func (s *Store) Lock(ctx context.Context, exclusive bool) (unlock func(), err er
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
 	unlockLocal, err := s.local.Lock(ctx, exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("disk: lock store %s: %w", s.dir, err)
 	}
-	unlockGate, err := lockWait(ctx, filepath.Join(s.dir, gateFile), how)
+	unlockGate, err := lockWait(ctx, filepath.Join(s.dir, gateFile), exclusive)
 	if err != nil {
 		unlockLocal()
 		return nil, fmt.Errorf("disk: lock store %s: %w", s.dir, err)
 	}
-	unlockMain, err := lockWait(ctx, filepath.Join(s.dir, lockFile), how)
+	unlockMain, err := lockWait(ctx, filepath.Join(s.dir, lockFile), exclusive)
 	unlockGate()
 	if err != nil {
 		unlockLocal()
@@ -66,84 +61,72 @@ func (s *Store) LockGC(ctx context.Context) (unlock func(), err error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(s.dir, gcLockFile)
-	fd, err := openLockFile(path)
+	l, err := atomicfile.OpenLock(filepath.Join(s.dir, gcLockFile))
 	if err != nil {
 		return nil, fmt.Errorf("disk: lock GC: %w", err)
 	}
-	err = ignoringEINTR(func() error { return syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) })
-	if err == syscall.EWOULDBLOCK {
-		syscall.Close(fd)
+	err = l.TryLock(lockEx)
+	if err == atomicfile.ErrWouldBlock {
+		l.Close()
 		return nil, fmt.Errorf("disk: lock GC of %s: another GC is running: %w", s.dir, cas.ErrLocked)
 	}
 	if err != nil {
-		syscall.Close(fd)
-		return nil, fmt.Errorf("disk: lock GC: %w", &fs.PathError{Op: "flock", Path: path, Err: err})
+		l.Close()
+		return nil, fmt.Errorf("disk: lock GC: %w", err)
 	}
-	return closer(fd), nil
+	return closer(l), nil
 }
 
-// openLockFile opens (creating) a lock file: a new open file description,
-// so flock(2) treats each holder separately.
-func openLockFile(path string) (int, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
-		return err
-	})
-	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	return fd, nil
-}
+// The modes of lockWait.
+const (
+	lockSh = false // shared
+	lockEx = true  // exclusive
+)
 
-// lockWait takes flock(2) how (LOCK_SH or LOCK_EX) on path, waiting until it
-// is granted or ctx is done. The wait is a blocking flock in a goroutine; if
-// ctx ends first, the goroutine releases the lock as soon as it is granted,
-// so a cancelled wait never leaves a lock held.
-func lockWait(ctx context.Context, path string, how int) (unlock func(), err error) {
-	fd, err := openLockFile(path)
+// lockWait takes flock(2) on path, exclusive (lockEx) or shared (lockSh),
+// waiting until it is granted or ctx is done. The wait is a blocking flock
+// in a goroutine; if ctx ends first, the goroutine releases the lock as soon
+// as it is granted, so a cancelled wait never leaves a lock held.
+func lockWait(ctx context.Context, path string, exclusive bool) (unlock func(), err error) {
+	l, err := atomicfile.OpenLock(path)
 	if err != nil {
 		return nil, err
 	}
-	flock := func(how int) error {
-		return ignoringEINTR(func() error { return syscall.Flock(fd, how) })
-	}
-	err = flock(how | syscall.LOCK_NB)
+	err = l.TryLock(exclusive)
 	if err == nil {
-		return closer(fd), nil
+		return closer(l), nil
 	}
-	if err != syscall.EWOULDBLOCK {
-		syscall.Close(fd)
-		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+	if err != atomicfile.ErrWouldBlock {
+		l.Close()
+		return nil, err
 	}
 	if ctx.Done() == nil {
-		if err := flock(how); err != nil {
-			syscall.Close(fd)
-			return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+		if err := l.Lock(exclusive); err != nil {
+			l.Close()
+			return nil, err
 		}
-		return closer(fd), nil
+		return closer(l), nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- flock(how) }()
+	go func() { done <- l.Lock(exclusive) }()
 	select {
 	case err := <-done:
 		if err != nil {
-			syscall.Close(fd)
-			return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+			l.Close()
+			return nil, err
 		}
-		return closer(fd), nil
+		return closer(l), nil
 	case <-ctx.Done():
 		go func() {
 			<-done
-			syscall.Close(fd) // releases the lock if it was granted
+			l.Close() // releases the lock if it was granted
 		}()
 		return nil, ctx.Err()
 	}
 }
 
-// closer returns an idempotent function that closes fd, releasing its lock.
-func closer(fd int) func() {
+// closer returns an idempotent function that closes l, releasing its lock.
+func closer(l *atomicfile.LockFile) func() {
 	var once sync.Once
-	return func() { once.Do(func() { syscall.Close(fd) }) }
+	return func() { once.Do(func() { l.Close() }) }
 }

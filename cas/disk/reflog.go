@@ -220,7 +220,7 @@ func (r *Refs) Log(ctx context.Context, name string) ([]cas.LogEntry, error) {
 		return nil, err
 	}
 	lower := strings.ToLower(name)
-	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_SH)
+	unlock, err := lockWait(ctx, r.stripePath(lower), lockSh)
 	if err != nil {
 		return nil, fmt.Errorf("disk: lock ref %s: %w", name, err)
 	}
@@ -299,7 +299,7 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 		}
 		var names []string
 		for _, lower := range lowers {
-			unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_SH)
+			unlock, err := lockWait(ctx, r.stripePath(lower), lockSh)
 			if err != nil {
 				yield("", err)
 				return
@@ -360,7 +360,7 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 }
 
 func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (int, error) {
-	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
 		return 0, fmt.Errorf("disk: lock ref log %s: %w", lower, err)
 	}
@@ -448,12 +448,12 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		return nil
 	}
 	lower := strings.ToLower(name)
-	unlockG, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+	unlockG, err := lockWait(ctx, r.globalLock, lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock refs: %w", err)
 	}
 	defer unlockG()
-	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock ref %s: %w", name, err)
 	}

@@ -282,13 +282,13 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	}
 	lower := strings.ToLower(name)
 	if old.IsZero() || new.IsZero() {
-		unlock, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+		unlock, err := lockWait(ctx, r.globalLock, lockEx)
 		if err != nil {
 			return fmt.Errorf("disk: lock refs: %w", err)
 		}
 		defer unlock()
 	}
-	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock ref %s: %w", name, err)
 	}
@@ -345,12 +345,12 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		return err
 	}
 	lower := strings.ToLower(name)
-	unlockG, err := lockWait(ctx, r.globalLock, syscall.LOCK_EX)
+	unlockG, err := lockWait(ctx, r.globalLock, lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock refs: %w", err)
 	}
 	defer unlockG()
-	unlock, err := lockWait(ctx, r.stripePath(lower), syscall.LOCK_EX)
+	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
 		return fmt.Errorf("disk: lock ref %s: %w", name, err)
 	}

@@ -14,11 +14,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
+	"github.com/uncaged/uwf/internal/rawfile"
 	"github.com/uncaged/uwf/internal/rwlock"
 )
 
@@ -81,6 +81,9 @@ var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, 
 // that holds anything else. When several processes create the same store at
 // once exactly one succeeds (see [OpenOrCreate]).
 func Create(dir string, opts *Options) (*Store, error) {
+	if errPlatform != nil {
+		return nil, fmt.Errorf("disk: create store %s: %w", dir, errPlatform)
+	}
 	o := opts.withDefaults()
 	sync := o.Durability == DurabilityStrict
 	if _, err := os.Lstat(filepath.Join(dir, formatFile)); err == nil {
@@ -123,6 +126,9 @@ func Create(dir string, opts *Options) (*Store, error) {
 // [cas.LatestFormat]). Open changes no ref, object or log. Open removes temporary files left by crashed
 // writers more than an hour ago.
 func Open(dir string, opts *Options) (*Store, error) {
+	if errPlatform != nil {
+		return nil, fmt.Errorf("disk: open store %s: %w", dir, errPlatform)
+	}
 	o := opts.withDefaults()
 	b, err := os.ReadFile(filepath.Join(dir, formatFile))
 	if err != nil {
@@ -400,15 +406,11 @@ func (s *Store) Has(ctx context.Context, h cas.Hash) (bool, error) {
 	if err := s.ready(ctx); err != nil {
 		return false, err
 	}
-	var st syscall.Stat_t
-	err := ignoringEINTR(func() error { return syscall.Stat(s.objPath(h), &st) })
-	switch err {
-	case nil:
-		return true, nil
-	case syscall.ENOENT, syscall.ENOTDIR:
-		return false, nil
+	ok, err := rawfile.Exists(s.objPath(h))
+	if err != nil {
+		return false, &cas.ObjectError{Op: "has", Hash: h, Err: err}
 	}
-	return false, &cas.ObjectError{Op: "has", Hash: h, Err: err}
+	return ok, nil
 }
 
 // Touch sets the age of the object at h to now (its modification time to
@@ -502,7 +504,7 @@ func (s *Store) mtimeSlack() time.Duration {
 }
 
 func (s *Store) probeSlack() (time.Duration, error) {
-	f, err := s.fs.CreateTemp(s.tmpDir)
+	f, err := s.fs.CreateTemp(s.tmpDir, atomicfile.DefaultPerm)
 	if err != nil {
 		return 0, err
 	}
@@ -599,51 +601,8 @@ func readDirNames(dir string) ([]string, error) {
 }
 
 // readFile reads a whole file with plain system calls (open, fstat, read,
-// close): the object read path, cheaper than os.ReadFile, which also
-// registers the descriptor with the poller. A missing file is a bare
-// syscall.ENOENT (it matches [fs.ErrNotExist]).
-func readFile(path string) ([]byte, error) {
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		return err
-	})
-	if err == syscall.ENOENT {
-		return nil, err // common (a Put's first look): no allocation
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	}
-	buf := make([]byte, st.Size)
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			break // the file shrank: the hash check reports it
-		}
-		n += m
-	}
-	return buf[:n], nil
-}
-
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
-}
+// close): the read path of objects, refs and logs, cheaper than os.ReadFile,
+// which also registers the descriptor with the poller. A missing file is a
+// bare syscall.ENOENT (it matches [fs.ErrNotExist]) on Unix, which costs
+// no allocation on a Put's first look.
+func readFile(path string) ([]byte, error) { return rawfile.ReadAll(path) }

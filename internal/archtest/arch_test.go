@@ -35,7 +35,8 @@ var allowed = map[string][]string{
 // internalAllowed lists what internal helpers may import besides the
 // standard library and each other; one not listed may use only those.
 var internalAllowed = map[string][]string{
-	"internal/yamldoc": {"cas", "gopkg.in/yaml.v3"}, // registry's and config's YAML files
+	"internal/yamldoc":    {"cas", "gopkg.in/yaml.v3"}, // registry's and config's YAML files
+	"internal/atomicfile": {"golang.org/x/sys"},        // renameat2, syncfs, flock on every Unix architecture
 }
 
 type pkg struct {

@@ -35,8 +35,8 @@ type File interface {
 // [fs.ErrNotExist] works.
 type FS interface {
 	// CreateTemp creates a new empty file with a unique name in dir, open
-	// for reading and writing.
-	CreateTemp(dir string) (File, error)
+	// for reading and writing, with permissions perm (before the umask).
+	CreateTemp(dir string, perm fs.FileMode) (File, error)
 	// OpenFile opens path with the given os.O_* flags; perm is used when the
 	// file is created.
 	OpenFile(path string, flag int, perm fs.FileMode) (File, error)
@@ -62,12 +62,21 @@ type FS interface {
 	SyncFS(path string) error
 }
 
-// WriteTempFile creates a temporary file in dir and writes data to it; unless
-// mtime is zero it then sets the file's modification time to mtime. The file
-// is returned open and not synced: the caller syncs and closes it (or closes
-// and removes it). On error nothing is left behind.
+// DefaultPerm is the permissions of the files the helpers write unless told
+// otherwise (before the umask).
+const DefaultPerm fs.FileMode = 0o644
+
+// WriteTempFile creates a temporary file in dir (mode [DefaultPerm]) and
+// writes data to it; unless mtime is zero it then sets the file's
+// modification time to mtime. The file is returned open and not synced: the
+// caller syncs and closes it (or closes and removes it). On error nothing is
+// left behind.
 func WriteTempFile(fsys FS, dir string, data []byte, mtime time.Time) (File, error) {
-	f, err := fsys.CreateTemp(dir)
+	return writeTempFile(fsys, dir, data, mtime, DefaultPerm)
+}
+
+func writeTempFile(fsys FS, dir string, data []byte, mtime time.Time, perm fs.FileMode) (File, error) {
+	f, err := fsys.CreateTemp(dir, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +95,11 @@ func WriteTempFile(fsys FS, dir string, data []byte, mtime time.Time) (File, err
 // time mtime unless it is zero, syncs it if sync is set, closes it and
 // returns its path. On error nothing is left behind.
 func WriteTemp(fsys FS, dir string, data []byte, mtime time.Time, sync bool) (string, error) {
-	f, err := WriteTempFile(fsys, dir, data, mtime)
+	return writeTemp(fsys, dir, data, mtime, DefaultPerm, sync)
+}
+
+func writeTemp(fsys FS, dir string, data []byte, mtime time.Time, perm fs.FileMode, sync bool) (string, error) {
+	f, err := writeTempFile(fsys, dir, data, mtime, perm)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +143,7 @@ func PublishTemp(fsys FS, tmp, path string, sync bool) error {
 // [PublishTemp], then path's folder synced if sync. If path exists the
 // temporary file is removed and the error wraps [fs.ErrExist].
 func Publish(fsys FS, tmpDir, path string, data []byte, mtime time.Time, sync bool) error {
-	tmp, err := writeTempFor(fsys, tmpDir, path, data, mtime, sync)
+	tmp, err := writeTempFor(fsys, tmpDir, path, data, mtime, DefaultPerm, sync)
 	if err != nil {
 		return err
 	}
@@ -166,10 +179,19 @@ func ReplaceTemp(fsys FS, tmp, path string, sync bool) error {
 
 // Replace writes data at path atomically, replacing any file there: a
 // temporary file in tmpDir (path's folder, created if missing, if tmpDir is
-// ""; it must be on the same filesystem), synced if sync, renamed over path, then path's folder
-// synced if sync. A crash leaves the old file or the new one.
+// ""; it must be on the same filesystem), synced if sync, renamed over path,
+// then path's folder synced if sync. A crash leaves the old file or the new
+// one. The new file has mode [DefaultPerm] before the umask.
 func Replace(fsys FS, tmpDir, path string, data []byte, sync bool) error {
-	tmp, err := writeTempFor(fsys, tmpDir, path, data, time.Time{}, sync)
+	return ReplacePerm(fsys, tmpDir, path, data, DefaultPerm, sync)
+}
+
+// ReplacePerm is [Replace] with the new file's permissions (before the
+// umask): the temporary file is created with them, so data is never readable
+// beyond perm, not even before the rename (config files holding secrets use
+// 0o600).
+func ReplacePerm(fsys FS, tmpDir, path string, data []byte, perm fs.FileMode, sync bool) error {
+	tmp, err := writeTempFor(fsys, tmpDir, path, data, time.Time{}, perm, sync)
 	if err != nil {
 		return err
 	}
@@ -178,17 +200,17 @@ func Replace(fsys FS, tmpDir, path string, data []byte, sync bool) error {
 
 // writeTempFor writes the temporary file that will become path: in tmpDir,
 // or, if tmpDir is "", in path's folder, which is created if it is missing.
-func writeTempFor(fsys FS, tmpDir, path string, data []byte, mtime time.Time, sync bool) (string, error) {
+func writeTempFor(fsys FS, tmpDir, path string, data []byte, mtime time.Time, perm fs.FileMode, sync bool) (string, error) {
 	if tmpDir != "" {
-		return WriteTemp(fsys, tmpDir, data, mtime, sync)
+		return writeTemp(fsys, tmpDir, data, mtime, perm, sync)
 	}
 	dir := filepath.Dir(path)
-	tmp, err := WriteTemp(fsys, dir, data, mtime, sync)
+	tmp, err := writeTemp(fsys, dir, data, mtime, perm, sync)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := MkdirAll(fsys, dir, sync); err != nil {
 			return "", err
 		}
-		tmp, err = WriteTemp(fsys, dir, data, mtime, sync)
+		tmp, err = writeTemp(fsys, dir, data, mtime, perm, sync)
 	}
 	return tmp, err
 }

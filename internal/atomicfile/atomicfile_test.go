@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,36 +109,6 @@ func TestPublishTempLeavesTempOnConflict(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("the temporary file remains: %v", err)
-	}
-}
-
-// TestPublishRace: of many goroutines publishing the same name, exactly one
-// succeeds and its bytes stay.
-func TestPublishRace(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "obj")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var winners []string
-	for i := range 32 {
-		wg.Go(func() {
-			data := string(rune('A' + i))
-			err := atomicfile.Publish(atomicfile.OS, dir, target, []byte(data), time.Time{}, false)
-			if err == nil {
-				mu.Lock()
-				winners = append(winners, data)
-				mu.Unlock()
-			} else if !errors.Is(err, fs.ErrExist) {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if len(winners) != 1 || readFile(t, target) != winners[0] {
-		t.Fatalf("winners %v, content %q", winners, readFile(t, target))
-	}
-	if es, _ := os.ReadDir(dir); len(es) != 1 {
-		t.Errorf("files left: %v", es)
 	}
 }
 

@@ -7,37 +7,34 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/uncaged/uwf/internal/rawfile"
 )
 
 // OS is the real filesystem. Its files are plain file descriptors (no
 // poller, no buffering), which keeps the hot write path to the system calls
-// it needs.
+// it needs. On Linux, RenameNoReplace is renameat2(2) with RENAME_NOREPLACE
+// and SyncFS is syncfs(2); elsewhere they are the portable paths of
+// [Portable].
 var OS FS = osFS{}
 
-type osFS struct{}
+// Portable is the real filesystem through the calls every Unix has, which is
+// what macOS and the BSDs run: RenameNoReplace is link(2) then unlink(2) of
+// the old name, and SyncFS reports [errors.ErrUnsupported], so callers sync
+// each file. Tests on Linux use it to prove the portable path.
+var Portable FS = osFS{portable: true}
 
-// tempSeq numbers temporary files within this process.
-var tempSeq atomic.Uint64
+// osFS is the real filesystem; portable switches off the Linux-only calls.
+type osFS struct{ portable bool }
 
-var pidText = strconv.Itoa(os.Getpid())
-
-func (osFS) CreateTemp(dir string) (File, error) {
+func (osFS) CreateTemp(dir string, perm fs.FileMode) (File, error) {
 	for {
-		// ".tmp-<pid>-<n>": unique among live processes; O_EXCL catches a
-		// leftover of a dead process that had the same pid.
-		n := tempSeq.Add(1)
-		var buf [256]byte
-		b := append(buf[:0], dir...)
-		b = append(b, "/.tmp-"...)
-		b = append(b, pidText...)
-		b = append(b, '-')
-		b = strconv.AppendUint(b, n, 10)
-		name := string(b)
-		fd, err := open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL, 0o644)
+		name := tempName(dir)
+		fd, err := open(name, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL, uint32(perm.Perm()))
 		if err == syscall.EEXIST {
 			continue
 		}
@@ -70,8 +67,11 @@ func (osFS) Rename(oldpath, newpath string) error {
 	return nil
 }
 
-func (osFS) RenameNoReplace(oldpath, newpath string) error {
-	err := renameNoReplace(oldpath, newpath)
+func (o osFS) RenameNoReplace(oldpath, newpath string) error {
+	err := errNoRenameat2
+	if !o.portable {
+		err = renameNoReplace(oldpath, newpath)
+	}
 	if err == errNoRenameat2 {
 		err = linkRemove(oldpath, newpath)
 	}
@@ -109,11 +109,17 @@ func (osFS) Remove(path string) error {
 }
 
 func (osFS) Chtimes(path string, t time.Time) error {
-	ts := syscall.NsecToTimespec(t.UnixNano())
-	if err := syscall.UtimesNano(path, []syscall.Timespec{ts, ts}); err != nil {
+	if err := utimesNano(path, t); err != nil {
 		return &fs.PathError{Op: "chtimes", Path: path, Err: err}
 	}
 	return nil
+}
+
+// utimesNano sets path's access and modification times to t, to the
+// nanosecond (utimensat(2)).
+func utimesNano(path string, t time.Time) error {
+	ts := unix.NsecToTimespec(t.UnixNano())
+	return ignoringEINTR(func() error { return unix.UtimesNano(path, []unix.Timespec{ts, ts}) })
 }
 
 func (osFS) SyncDir(dir string) error {
@@ -128,7 +134,10 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
-func (osFS) SyncFS(path string) error {
+func (o osFS) SyncFS(path string) error {
+	if o.portable {
+		return &fs.PathError{Op: "syncfs", Path: path, Err: errors.ErrUnsupported}
+	}
 	fd, err := open(path, syscall.O_RDONLY, 0)
 	if err == nil {
 		err = syncfs(fd)
@@ -199,8 +208,11 @@ func (f *osFile) Truncate(size int64) error {
 	return nil
 }
 
+// SetModTime sets the times through the file's name: a temporary file
+// keeps its name until it is published, and x/sys/unix has no portable
+// nanosecond call on a descriptor.
 func (f *osFile) SetModTime(t time.Time) error {
-	if err := futimes(f.fd, t); err != nil {
+	if err := utimesNano(f.name, t); err != nil {
 		return &fs.PathError{Op: "chtimes", Path: f.name, Err: err}
 	}
 	return nil
@@ -235,13 +247,8 @@ func open(path string, flag int, perm uint32) (int, error) {
 	}
 }
 
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); err != syscall.EINTR {
-			return err
-		}
-	}
-}
+// ignoringEINTR is the one retry loop on EINTR, shared with rawfile.
+var ignoringEINTR = rawfile.IgnoringEINTR
 
 // errNoRenameat2 means renameat2(2) with RENAME_NOREPLACE is not available
 // here: publish with link(2) instead.

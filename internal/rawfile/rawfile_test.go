@@ -84,3 +84,51 @@ func TestReadFileFIFO(t *testing.T) {
 		t.Errorf("reading the FIFO = %q, %v", b, err)
 	}
 }
+
+func TestReadAllAndExists(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		data       string
+		exists     bool
+		err        error
+		pathErr    bool
+	}{
+		{name: "file", path: small, data: "hello", exists: true},
+		{name: "missing", path: filepath.Join(dir, "none"), err: syscall.ENOENT},
+		{name: "under a file", path: filepath.Join(small, "x"), err: syscall.ENOTDIR, pathErr: true},
+		{name: "folder", path: dir, exists: true, err: syscall.EISDIR, pathErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := rawfile.ReadAll(tc.path)
+			var pe *fs.PathError
+			switch {
+			case tc.err == nil && (err != nil || string(data) != tc.data):
+				t.Errorf("ReadAll = %q, %v; want %q", data, err, tc.data)
+			case tc.err != nil && (!errors.Is(err, tc.err) || errors.As(err, &pe) != tc.pathErr):
+				t.Errorf("ReadAll error = %#v, want %v (a *fs.PathError: %v)", err, tc.err, tc.pathErr)
+			}
+			ok, err := rawfile.Exists(tc.path)
+			if ok != tc.exists || err != nil {
+				t.Errorf("Exists = %v, %v; want %v", ok, err, tc.exists)
+			}
+		})
+	}
+}
+
+func TestIgnoringEINTR(t *testing.T) {
+	calls := 0
+	err := rawfile.IgnoringEINTR(func() error {
+		if calls++; calls < 3 {
+			return syscall.EINTR
+		}
+		return syscall.EIO
+	})
+	if err != syscall.EIO || calls != 3 {
+		t.Errorf("IgnoringEINTR = %v after %d calls, want EIO after 3", err, calls)
+	}
+}

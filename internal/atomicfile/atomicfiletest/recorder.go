@@ -94,8 +94,8 @@ func (r *Recorder) record(kind, path, to string, err error) {
 }
 
 // CreateTemp implements [atomicfile.FS].
-func (r *Recorder) CreateTemp(dir string) (atomicfile.File, error) {
-	f, err := r.fs().CreateTemp(dir)
+func (r *Recorder) CreateTemp(dir string, perm fs.FileMode) (atomicfile.File, error) {
+	f, err := r.fs().CreateTemp(dir, perm)
 	if err != nil {
 		r.record("create", dir, "", err)
 		return nil, err

@@ -1,4 +1,0 @@
-package atomicfile
-
-// LinkRemove exposes the link(2) fallback of RenameNoReplace.
-var LinkRemove = linkRemove

@@ -220,7 +220,8 @@ func abs(n int) int {
 func TestIsSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "github_token": true, "DB_PASSWORD": true, "MY_SECRET": true,
-		"HOME": false, "AGENT_LOG": false, "PATH": false,
+		"GITHUB_TOKEN_PATH": true, "apiKey": true, "SECRETS_DIR": true, "PasswordHint": true, "keys": true,
+		"HOME": false, "AGENT_LOG": false, "PATH": false, "passwd": false, "TOK": false, "": false,
 	} {
 		if got := secret.IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)

@@ -34,6 +34,16 @@ type Result struct {
 	Stderr   string        // diagnostics: a command's stderr (its last [MaxStderr] bytes), an LLM's retries
 	ExitCode int           // as a shell reports it: see [ExitOK] and the other Exit constants
 	Duration time.Duration // wall-clock time of the run
+	// RawCut says Raw is only the start of the output: what followed was
+	// dropped (a command's output over its MaxOutput). Raw ends at the cut,
+	// or at the last line break before it when there is one.
+	RawCut bool
+	// StderrCut says Stderr is only the end of what was written: what came
+	// before was dropped ([MaxStderr]). Stderr starts at the cut, or after
+	// the first line break past it when there is one. A secret can straddle
+	// either cut, leaving a part of it that masking does not find: the
+	// masking drops such a part (thread does so).
+	StderrCut bool
 }
 
 // Agent runs one role. Implementations are safe for concurrent use.

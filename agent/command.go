@@ -163,8 +163,8 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	// The run owns its process group: nothing in it outlives the run.
 	killGroup(cmd.Process)
 	res.Duration = time.Since(start)
-	res.Raw = stdout.String()
-	res.Stderr = stderr.String()
+	res.Raw, res.RawCut = stdout.String(), stdout.overflowed()
+	res.Stderr, res.StderrCut = stderr.String(), stderr.wasCut()
 
 	if stdout.overflowed() {
 		return fail(ExitFailure, "output exceeds "+formatSize(c.spec.MaxOutput), nil)
@@ -273,8 +273,9 @@ func (w *limitedBuffer) overflowed() bool {
 }
 
 // String returns what was kept; after an overflow, up to the last line
-// break, if there is one (a line cut in two could hold half a secret,
-// which masking would not find).
+// break, if there is one, so no line is kept in part. Without one the text
+// ends at the cut, where a secret may have been cut in two:
+// [Result.RawCut] says so, for the masking to drop what is left of it.
 func (w *limitedBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -309,9 +310,17 @@ func (w *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// wasCut reports whether bytes were dropped from the front.
+func (w *tailBuffer) wasCut() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cut
+}
+
 // String returns what was kept; when the front was dropped, from the
-// first line start, if there is one (a line cut in two could hold half a
-// secret, which masking would not find).
+// first line start, if there is one, so no line is kept in part. Without
+// one the text starts at the cut, where a secret may have been cut in two:
+// [Result.StderrCut] says so, for the masking to drop what is left of it.
 func (w *tailBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

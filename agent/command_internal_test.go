@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -38,6 +39,9 @@ func TestBuffersCutAtLines(t *testing.T) {
 			for _, w := range tc.writes {
 				tb.Write([]byte(w))
 				lb.Write([]byte(w))
+			}
+			if cut := len(strings.Join(tc.writes, "")) > tc.max; tb.wasCut() != cut || lb.overflowed() != cut {
+				t.Errorf("%q, max %d: tailBuffer cut %v, limitedBuffer overflowed %v; want both %v", tc.writes, tc.max, tb.wasCut(), lb.overflowed(), cut)
 			}
 			if got := tb.String(); got != tc.tail {
 				t.Errorf("tailBuffer(%q, max %d) = %q, want %q", tc.writes, tc.max, got, tc.tail)

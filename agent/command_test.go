@@ -206,21 +206,23 @@ func TestCommandOutputLimits(t *testing.T) {
 	t.Parallel()
 	_, err := helper(t, agent.CommandSpec{MaxOutput: 1024}, "huge", "1000000").Run(t.Context(), request())
 	re := runErr(t, err)
-	if re.Reason != "output exceeds 1 KiB" || len(re.Result.Raw) != 1024 {
-		t.Errorf("Reason = %q, len(Raw) = %d; want the limit named and 1024 bytes kept", re.Reason, len(re.Result.Raw))
+	if re.Reason != "output exceeds 1 KiB" || len(re.Result.Raw) != 1024 || !re.Result.RawCut || re.Result.StderrCut {
+		t.Errorf("Reason = %q, len(Raw) = %d, RawCut %v, StderrCut %v; want the limit named, 1024 bytes kept and only RawCut",
+			re.Reason, len(re.Result.Raw), re.Result.RawCut, re.Result.StderrCut)
 	}
 
 	res, err := helper(t, agent.CommandSpec{}, "huge", strconv.Itoa(1<<20)).Run(t.Context(), request())
-	if err != nil || len(res.Raw) != 1<<20 {
-		t.Fatalf("1 MiB of output under the default limit: len = %d, err = %v", len(res.Raw), err)
+	if err != nil || len(res.Raw) != 1<<20 || res.RawCut || res.StderrCut {
+		t.Fatalf("1 MiB of output under the default limit: len = %d, RawCut %v, StderrCut %v, err = %v", len(res.Raw), res.RawCut, res.StderrCut, err)
 	}
 
 	res, err = helper(t, agent.CommandSpec{}, "stderr-huge", strconv.Itoa(3<<20)).Run(t.Context(), request())
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)
 	}
-	if len(res.Stderr) != agent.MaxStderr || !strings.HasSuffix(res.Stderr, "eeeEND\n") {
-		t.Errorf("len(Stderr) = %d (ends %q), want the last %d bytes", len(res.Stderr), res.Stderr[len(res.Stderr)-10:], agent.MaxStderr)
+	if len(res.Stderr) != agent.MaxStderr || !strings.HasSuffix(res.Stderr, "eeeEND\n") || !res.StderrCut || res.RawCut {
+		t.Errorf("len(Stderr) = %d (ends %q), StderrCut %v, RawCut %v; want the last %d bytes, StderrCut only",
+			len(res.Stderr), res.Stderr[len(res.Stderr)-10:], res.StderrCut, res.RawCut, agent.MaxStderr)
 	}
 }
 

@@ -797,14 +797,15 @@ func (c *Config) List() []KV {
 // Mask replaces secret values in output.
 const Mask = secret.Mask
 
-var secretName = regexp.MustCompile(`(?i)(key|token|secret|password)$`)
-
 // Masked returns value as it may be shown for the setting at path: [Mask]
 // for a secret, value itself otherwise. A secret is any value whose key
-// (the path's last segment) ends in key, token, secret or password, case
-// ignored ("apiKey", "GITHUB_TOKEN"; but not "apiKeyEnv", which names a
-// variable), and every value of an agent's env map. Maps are masked entry
-// by entry; a new value is returned, value itself is not modified.
+// (the path's last segment) is a secret's name by the rule that masking
+// agent output uses, [secret.IsSecretName]: it contains KEY, TOKEN, SECRET
+// or PASSWORD, case ignored ("apiKey", "GITHUB_TOKEN", "GITHUB_TOKEN_PATH"),
+// and every value of an agent's env map. The two keys whose values are
+// only names of variables are shown: providers.<p>.apiKeyEnv and secrets.
+// Maps are masked entry by entry; a new value is returned, value itself is
+// not modified.
 func Masked(path string, value any) any {
 	if m, ok := value.(map[string]any); ok {
 		out := make(map[string]any, len(m))
@@ -820,10 +821,17 @@ func Masked(path string, value any) any {
 	segs := strings.Split(path, ".")
 	last := segs[len(segs)-1]
 	agentEnv := len(segs) >= 4 && segs[0] == "agents" && segs[2] == "env" // agents.<a>.env.<VAR>
-	if secretName.MatchString(last) || agentEnv {
+	if agentEnv || secret.IsSecretName(last) && !namesVariables(segs) {
 		return Mask
 	}
 	return value
+}
+
+// namesVariables reports whether the setting at the path segs holds names
+// of variables, not their values: providers.<p>.apiKeyEnv, and secrets.
+func namesVariables(segs []string) bool {
+	return len(segs) == 3 && segs[0] == "providers" && segs[2] == "apiKeyEnv" ||
+		segs[0] == "secrets"
 }
 
 // Set sets the value at a dot path in <home>/config.yaml,

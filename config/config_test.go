@@ -13,6 +13,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/secret"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -418,7 +419,13 @@ func TestMasked(t *testing.T) {
 		{"providers.openai.apiKeyEnv", "OPENAI_API_KEY", "OPENAI_API_KEY"}, // names a variable
 		{"agents.coder.env.HOME", "/home/x", config.Mask},                  // any env value
 		{"agents.coder.command", "claude", "claude"},
-		{"agents.coder.keys", "k", "k"},
+		{"agents.coder.keys", "k", config.Mask}, // contains KEY
+		{"x.GITHUB_TOKEN_PATH", "/run/t", config.Mask},
+		{"x.monkey", "m", config.Mask},
+		{"x.passwd", "p", "p"},
+		{"secrets", []any{"DATABASE_URL"}, []any{"DATABASE_URL"}}, // names variables
+		{"x.apiKeyEnv", "V", config.Mask},                         // only a provider's names one
+		{"defaultModel", "fast", "fast"},
 		{"agents.env.command", "envy", "envy"},            // an agent named env
 		{"agentOverrides.env.reviewer", "coder", "coder"}, // a workflow named env
 		{"agents.coder.args", []any{"env", "x"}, []any{"env", "x"}},
@@ -430,6 +437,19 @@ func TestMasked(t *testing.T) {
 	for _, tc := range tests {
 		if got := config.Masked(tc.path, tc.value); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Masked(%s, %v) = %v, want %v", tc.path, tc.value, got, tc.want)
+		}
+	}
+}
+
+// TestMaskedAgreesWithAgentMasking: config list and get mask a setting
+// exactly when masking agent output treats a variable of that name as a
+// secret: one rule for both.
+func TestMaskedAgreesWithAgentMasking(t *testing.T) {
+	for _, name := range []string{"OPENAI_API_KEY", "apiKey", "GITHUB_TOKEN", "GITHUB_TOKEN_PATH", "token_file", "clientSecret",
+		"SECRETS_DIR", "db_password", "PasswordHint", "keys", "HOME", "PATH", "model", "baseURL", "passwd", "tok"} {
+		masked := config.Masked("x."+name, "value") == config.Mask
+		if want := secret.IsSecretName(name); masked != want {
+			t.Errorf("Masked(x.%s) masks: %v; secret.IsSecretName(%q) = %v", name, masked, name, want)
 		}
 	}
 }

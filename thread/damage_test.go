@@ -2,9 +2,11 @@ package thread_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,5 +57,60 @@ func TestListPastDamage(t *testing.T) {
 	}
 	if want := []string{ids[3], ids[0]}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("List = %v, want %v", got, want)
+	}
+}
+
+// TestListPastReadErrors: a thread whose head or start cannot be read for
+// a reason other than its kind (an I/O or permission error, a lost
+// connection) is damage: List leaves it out and returns the error, and
+// does not pass it off as a node of a kind this build does not know.
+func TestListPastReadErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start bool // fail the start node rather than the head
+		err   error
+	}{
+		{"head EIO", false, &fs.PathError{Op: "read", Path: "objects/x", Err: syscall.EIO}},
+		{"start EACCES", true, &fs.PathError{Op: "open", Path: "objects/y", Err: syscall.EACCES}},
+		{"head lost connection", false, errors.New("postgres: read: connection reset by peer")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := newTEnv(t)
+			var ids []string
+			var bad cas.Hash
+			for i := range 3 {
+				te.clock.Advance(time.Second)
+				id, hs := te.chain(2)
+				ids = append(ids, id)
+				if i == 1 {
+					bad = hs[len(hs)-1]
+					if tc.start {
+						bad = hs[0]
+					}
+				}
+			}
+			te.cnt.fail = func(h cas.Hash) error {
+				if h == bad {
+					return tc.err
+				}
+				return nil
+			}
+			for _, opts := range []thread.ListOptions{{}, {Status: thread.StatusActive}} {
+				infos, err := te.engine().List(te.ctx, opts)
+				if err == nil || !errors.Is(err, tc.err) || !strings.Contains(err.Error(), ids[1]) {
+					t.Fatalf("List(%+v) error = %v, want it to name thread %s and wrap %v", opts, err, ids[1], tc.err)
+				}
+				var got []string
+				for _, info := range infos {
+					if info.Err != nil {
+						t.Errorf("List(%+v): thread %s listed with Err %v, want it left out as damage", opts, info.ID, info.Err)
+					}
+					got = append(got, info.ID)
+				}
+				if want := []string{ids[2], ids[0]}; strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("List(%+v) = %v, want %v", opts, got, want)
+				}
+			}
+		})
 	}
 }

@@ -440,8 +440,9 @@ type Info struct {
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
 	// Err, set only by [Engine.List], says why the thread could not be
-	// read (a head of a kind this build does not know, a missing or
-	// corrupt node); the other fields but ID and Head are then zero.
+	// read: its head or start is a node of a kind this build does not
+	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
+	// Head are then zero.
 	Err error
 }
 
@@ -510,12 +511,14 @@ type ListOptions struct {
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status filter only the threads on the
 // page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
-// or a thread whose head or start node is missing or corrupt, is damage: it
-// is left out and the listing goes on, and List then returns the others
+// or a thread whose head or start node is missing, corrupt or cannot be
+// read (an I/O or permission error, a lost connection), is damage: it is
+// left out and the listing goes on, and List then returns the others
 // together with an error joining one error per thread left out. A thread
-// whose nodes are of a kind this build does not know is not damage: it is
-// listed with only ID, Head and Err set, whatever the status filter, and
-// counts toward the limit and offset like the others.
+// whose head or start is a node of a kind this build does not know (the
+// error wraps [cas.ErrInvalid]) is not damage: it is listed with only ID,
+// Head and Err set, whatever the status filter, and counts toward the
+// limit and offset like the others.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var refs []cas.Ref
 	var left []error
@@ -546,7 +549,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt) {
+			if !errors.Is(err, cas.ErrInvalid) {
+				// Missing, corrupt or unreadable (EIO, EACCES, a lost
+				// connection): damage, left out and reported.
 				left = append(left, err)
 				continue
 			}

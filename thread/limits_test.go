@@ -237,3 +237,75 @@ printf -- '---\nstatus: finished\nnote: "%[1]s %[3]s"\n---\nbody %[2]s %[4]s %[5
 		}
 	}
 }
+
+// TestSecretsMaskedAtCuts: a secret that straddles the cut where a
+// command's stderr was cut to its last [agent.MaxStderr] bytes, or where
+// the error of a failed run cuts stderr's last line short, leaves no part
+// of it in the store or in the error.
+func TestSecretsMaskedAtCuts(t *testing.T) {
+	const sec = "QZJWVK-secret-XPLM"
+	body := `cat >/dev/null
+if [ "$MODE" = tail ]; then
+  { head -c 1000 /dev/zero | tr '\0' x; printf %s "$SEC"; head -c $((` + fmt.Sprint(agent.MaxStderr) + `-5)) /dev/zero | tr '\0' y; } >&2
+else
+  { head -c 190 /dev/zero | tr '\0' x; printf '%s\n' "$SEC"; } >&2
+fi
+exit 3
+`
+	for _, mode := range []string{"tail", "long line"} {
+		t.Run(mode, func(t *testing.T) {
+			te := newTEnv(t)
+			home := t.TempDir()
+			agentPath := script(t, t.TempDir(), "cut.sh", body)
+			cfgText := fmt.Sprintf("agents:\n  cut:\n    command: %s\n    env: {SEC: %s, MODE: %q}\ndefaultAgent: cut\n", agentPath, sec, mode)
+			if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfgText), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Load(home, agent.Builtins())
+			if err != nil {
+				t.Fatal(err)
+			}
+			wf := te.putWorkflow(unboundedLoop)
+			_, _, runErr := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Config: cfg, Secrets: []string{sec}})
+			if runErr == nil {
+				t.Fatal("the run should fail")
+			}
+			check := func(what, text string) {
+				t.Helper()
+				for _, part := range []string{sec[:4], sec[len(sec)-4:]} {
+					if strings.Contains(text, part) {
+						t.Errorf("%s holds %q of the secret: ...%s...", what, part, around(text, part))
+					}
+				}
+			}
+			check("the error", runErr.Error())
+			var stderr string
+			for o, err := range te.st.All(te.ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := te.st.Get(te.ctx, o.Hash)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check("object "+o.Hash.String(), string(b))
+				if content := strings.HasPrefix(string(b), `{"payload":"`); content && (strings.Contains(string(b), "yyyyyyyy") || strings.Contains(string(b), "xxxxxxxx")) {
+					stderr = string(b)
+				}
+			}
+			want := "[... stderr cut here: what came before was dropped, and the 5 bytes after the cut, which could hold part of a secret]"
+			if mode != "tail" {
+				want = "********"
+			}
+			if !strings.Contains(stderr, want) {
+				t.Errorf("the recorded stderr lacks %q: %.300s", want, stderr)
+			}
+		})
+	}
+}
+
+// around returns the text around the first part in s.
+func around(s, part string) string {
+	i := strings.Index(s, part)
+	return s[max(0, i-20):min(len(s), i+len(part)+20)]
+}

@@ -538,6 +538,11 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 				res = re.Result
 			}
 			res = maskResult(mask, res)
+			if re != nil && re.Result != nil {
+				// The error quotes stderr's last line, cut short: quote
+				// the masked text, or the cut could split a secret.
+				re.Result = res
+			}
 			if errors.Is(rerr, context.Canceled) {
 				return nil, mask.Error(rerr)
 			}
@@ -623,14 +628,39 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 }
 
 // maskResult returns a copy of res with its raw output and stderr masked
-// (nil for nil).
+// (nil for nil). Where the agent cut either one ([agent.Result.RawCut],
+// [agent.Result.StderrCut]), a secret straddling the cut would leave a part
+// that masking does not find: the bytes at the cut that could be such a
+// part are dropped first (fewer than the longest secret), and a line at
+// the cut says what was dropped.
 func maskResult(m *secret.Masker, res *agent.Result) *agent.Result {
 	if res == nil {
 		return nil
 	}
 	c := *res
 	c.Raw, c.Stderr = m.String(res.Raw), m.String(res.Stderr)
+	if res.RawCut {
+		kept, n := m.TrimCutEnd(res.Raw)
+		c.Raw = m.String(kept)
+		if c.Raw != "" && !strings.HasSuffix(c.Raw, "\n") {
+			c.Raw += "\n"
+		}
+		c.Raw += cutNote("output cut here: the rest was dropped", "before", n)
+	}
+	if res.StderrCut {
+		kept, n := m.TrimCutStart(res.Stderr)
+		c.Stderr = cutNote("stderr cut here: what came before was dropped", "after", n) + m.String(kept)
+	}
 	return &c
+}
+
+// cutNote is the line recorded at a cut: what was dropped, and the n bytes
+// on the other side of the cut dropped as they could hold part of a secret.
+func cutNote(what, side string, n int) string {
+	if n == 0 {
+		return "[... " + what + "]\n"
+	}
+	return fmt.Sprintf("[... %s, and the %d bytes %s the cut, which could hold part of a secret]\n", what, n, side)
 }
 
 // detailNodes builds the content nodes of one run and its detail payload;

@@ -20,14 +20,21 @@ import (
 	"github.com/uncaged/uwf/thread"
 )
 
-// countingStore counts Get calls: node reads.
+// countingStore counts Get calls: node reads. If fail is set, Get returns
+// its error for the hashes it names (nil for the others).
 type countingStore struct {
 	cas.Store
 	gets atomic.Int64
+	fail func(h cas.Hash) error
 }
 
 func (s *countingStore) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 	s.gets.Add(1)
+	if s.fail != nil {
+		if err := s.fail(h); err != nil {
+			return nil, err
+		}
+	}
 	return s.Store.Get(ctx, h)
 }
 

@@ -23,8 +23,8 @@ func configCommand() *cli.Command {
 		Description: `Dot paths name settings: agents.coder.command, defaultAgent,
 models.fast.provider. API keys are never stored in config.yaml: it names
 the variables (providers.<p>.apiKeyEnv) that hold them, read from the
-environment or <home>/.env. Values of keys ending in key, token, secret or
-password, and every agents.<a>.env value, are printed as ********.`,
+environment or <home>/.env. Values of keys containing key, token, secret or
+password (any case), and every agents.<a>.env value, are printed as ********.`,
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",

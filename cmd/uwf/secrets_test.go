@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
 	"github.com/uncaged/uwf/internal/pgtest"
+	"github.com/uncaged/uwf/internal/secret"
 )
 
 // Secrets of TestSecretsNeverLand: each comes from another source.
@@ -220,5 +222,28 @@ func TestStoreURLRedacted(t *testing.T) {
 		if r.code != tc.code || strings.Contains(out, pass) || !strings.Contains(out, tc.want) {
 			t.Errorf("uwf %q: %v\nwant exit %d, %q and no password", tc.args, r, tc.code, tc.want)
 		}
+	}
+}
+
+// TestWarningsMasked: a warning line (a thread skipped, fsck --repair's
+// failure) masks the session's known secrets, as its logs and returned
+// errors do.
+func TestWarningsMasked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mask *secret.Masker
+		want string
+	}{
+		{"a known secret", secret.New(leakStorePass), "uwf: fsck --repair: dial postgres://uwf:" + secret.Mask + "@h/db: refused\n"},
+		{"no masker", nil, "uwf: fsck --repair: dial postgres://uwf:" + leakStorePass + "@h/db: refused\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf strings.Builder
+			s := &session{stderr: &buf, mask: tc.mask}
+			s.warnf("fsck --repair: %v", errors.New("dial postgres://uwf:"+leakStorePass+"@h/db: refused"))
+			if buf.String() != tc.want {
+				t.Errorf("warnf wrote %q, want %q", buf.String(), tc.want)
+			}
+		})
 	}
 }

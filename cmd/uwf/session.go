@@ -67,10 +67,12 @@ func newSession(c *cli.Context) (*session, error) {
 }
 
 // warnf prints a warning line to stderr, "uwf: <message>", for things a
-// command skipped while it went on with the rest.
+// command skipped while it went on with the rest. Known secrets are
+// masked, as in the logs and in returned errors.
 func (s *session) warnf(format string, args ...any) {
 	if s.stderr != nil {
-		fmt.Fprintf(s.stderr, "uwf: "+format+"\n", args...)
+		// One Write, so the masker sees the whole line.
+		io.WriteString(s.mask.Writer(s.stderr), "uwf: "+fmt.Sprintf(format, args...)+"\n")
 	}
 }
 

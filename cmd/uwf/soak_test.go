@@ -53,11 +53,14 @@ const soakNoteSchema = `{"type":"object","properties":{"title":{"type":"string"}
 	`"links":{"type":"array","items":{"type":"string","format":"cas_ref"}}},"required":["title","body"],"additionalProperties":false}`
 
 // soakWorker is a writer process (UWF_TEST_SOAK=<kind>): args are the
-// store, the worker's number and the deadline (Unix ms). Losing a node to
-// GC (an error wrapping cas.ErrNotFound: with --grace 0 a node put but not
-// yet named by a ref may go) and losing a race (cas.ErrConflict) are part
-// of the game; any other error ends the process with status 1. It prints
-// "<ops> <lost> <conflicts>".
+// store, the worker's number and the deadline (Unix ms). What a writer may
+// meet is part of the game: GC taking a node this writer had not named by
+// a ref (with --grace 0 a node put but not yet named may go, and so may old
+// content nothing names), seen as a *cas.EdgeError from a Put linking it or
+// as the failed touch of a ref move onto it (see gcTook); and losing a race
+// (cas.ErrConflict, thread.ErrNotActive). Any other error, above all a
+// node of a committed thread going missing while StepN or ForkAt reads it,
+// ends the process with status 1. It prints "<ops> <lost> <conflicts>".
 func soakWorker(kind string, args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("soak worker: want store, number and deadline, got %q", args)
@@ -92,10 +95,11 @@ func soakWorker(kind string, args []string) error {
 	var ops, lost, conflicts int
 	// tally sorts an operation's outcome; it returns the error to stop on.
 	tally := func(err error) error {
+		var gl *gcLoss
 		switch {
 		case err == nil:
 			ops++
-		case errors.Is(err, cas.ErrNotFound):
+		case errors.As(err, &gl):
 			lost++
 		case errors.Is(err, cas.ErrConflict), errors.Is(err, thread.ErrNotActive):
 			conflicts++
@@ -121,14 +125,18 @@ func soakWorker(kind string, args []string) error {
 		case "fork":
 			var id, fork string
 			id, _, err = e.Start(ctx, wf, fmt.Sprintf("soak prompt %d", n%3), "/")
+			err = gcTook(err, nil, true)
 			if err == nil {
 				_, err = e.StepN(ctx, id, 2, opts)
+				err = gcTook(err, stepEdge, true)
 			}
 			if err == nil {
+				// The node forked from is the thread's: named, never lost.
 				fork, _, err = e.ForkAt(ctx, id, 1)
 			}
 			if err == nil {
 				_, err = e.StepN(ctx, fork, 0, opts)
+				err = gcTook(err, stepEdge, true)
 			}
 			if err == nil {
 				err = e.Remove(ctx, id)
@@ -141,18 +149,21 @@ func soakWorker(kind string, args []string) error {
 			}
 			var h cas.Hash
 			h, err = repo.Put(ctx, note, p)
-			if errors.Is(err, cas.ErrNotFound) {
+			// The body and the last note may be named by nothing; the
+			// schema is named by its ref.
+			err = gcTook(err, func(path string) bool { return path == "payload/body" || path == "payload/links/0" }, false)
+			if errors.As(err, new(*gcLoss)) {
 				// GC took the content (or the last note): put it again.
 				lastNote = 0
 				if pool[i], err = content(i); err == nil {
-					err = cas.ErrNotFound
+					err = &gcLoss{errors.New("the content or the last note")}
 				}
 			}
 			if err == nil {
 				lastNote = h
 				if n%2 == 0 {
 					name := fmt.Sprintf("soak/notes/%d-%d", w, n%5)
-					err = moveRef(ctx, repo, name, h)
+					err = gcTook(moveRef(ctx, repo, name, h), nil, true)
 				}
 			}
 		case "refs":
@@ -160,17 +171,18 @@ func soakWorker(kind string, args []string) error {
 			if n%7 == 6 {
 				err = moveRef(ctx, repo, name, 0)
 			} else {
-				err = moveRef(ctx, repo, name, pool[rnd.IntN(len(pool))])
+				err = gcTook(moveRef(ctx, repo, name, pool[rnd.IntN(len(pool))]), nil, true)
 			}
-			if errors.Is(err, cas.ErrNotFound) {
+			if errors.As(err, new(*gcLoss)) {
 				i := rnd.IntN(len(pool))
 				if pool[i], err = content(i); err == nil {
-					err = cas.ErrNotFound
+					err = &gcLoss{errors.New("old content")}
 				}
 			}
 		case "run":
 			var id string
 			id, _, err = e.Run(ctx, wf, fmt.Sprintf("soak prompt %d", n%3), "/", opts)
+			err = gcTook(err, stepEdge, true)
 			if err == nil && n%2 == 1 {
 				err = e.Remove(ctx, id)
 			}
@@ -183,6 +195,46 @@ func soakWorker(kind string, args []string) error {
 	}
 	fmt.Println(ops, lost, conflicts)
 	return nil
+}
+
+// gcLoss is an error a writer legitimately meets while GC runs: GC took a
+// node the writer had not named by a ref.
+type gcLoss struct{ err error }
+
+func (e *gcLoss) Error() string { return "lost to GC: " + e.err.Error() }
+func (e *gcLoss) Unwrap() error { return e.err }
+
+// gcTook returns err as a *gcLoss if it is GC taking a node the writer had
+// not named: a *cas.EdgeError whose path edge accepts (nil: none), or, if
+// move, the failed touch of a ref move's new target (a node the writer put
+// but had not yet named, or old content). Any other error, a missing node
+// read by Get above all, is returned as it is.
+func gcTook(err error, edge func(path string) bool, move bool) error {
+	var ee *cas.EdgeError
+	var oe *cas.ObjectError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		if edge != nil && edge(ee.Path) {
+			return &gcLoss{err}
+		}
+	case move && errors.As(err, &oe) && oe.Op == "touch" && errors.Is(oe.Err, cas.ErrNotFound):
+		return &gcLoss{err}
+	}
+	return err
+}
+
+// stepEdge reports whether an edge at path of a node a step or start puts
+// points at a node the same step put and has not named yet (its output,
+// detail, prompt, raw output, stderr, failed attempts), not at the
+// thread's named chain (prev, start, skip) or workflow, or the node's type.
+func stepEdge(path string) bool {
+	switch path {
+	case "payload/output", "payload/detail", "payload/prompt", "payload/raw", "payload/stderr":
+		return true
+	}
+	return strings.HasPrefix(path, "payload/attempts/")
 }
 
 // moveRef sets ref name to h (zero: deletes it), whatever it held.
@@ -337,4 +389,44 @@ func TestSoakGCDisk(t *testing.T) {
 // TestSoakGCPostgres: the same on one PostgreSQL store.
 func TestSoakGCPostgres(t *testing.T) {
 	soak(t, freshSchema(postgresURL(t)))
+}
+
+// TestSoakLossesAccepted: the soak writers accept as "lost to GC" only the
+// errors GC may legitimately cause; a missing node of a named chain, or
+// any node a read misses, fails the soak.
+func TestSoakLossesAccepted(t *testing.T) {
+	const h = cas.Hash(12345)
+	touch := fmt.Errorf("move ref threads/X to %s: %w", h, &cas.ObjectError{Op: "touch", Hash: h, Err: cas.ErrNotFound})
+	get := fmt.Errorf("thread X: head: %w", &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrNotFound})
+	edge := func(path string) error { return fmt.Errorf("put step: %w", &cas.EdgeError{Edge: h, Path: path}) }
+	for _, tc := range []struct {
+		name string
+		err  error
+		edge func(string) bool
+		move bool
+		lost bool
+	}{
+		{"none", nil, stepEdge, true, false},
+		{"a step's fresh output", edge("payload/output"), stepEdge, true, true},
+		{"a fresh failed attempt", edge("payload/attempts/2"), stepEdge, true, true},
+		{"the thread's head", edge("payload/prev"), stepEdge, true, false},
+		{"a skip pointer", edge("payload/skip/0"), stepEdge, true, false},
+		{"the start", edge("payload/start"), stepEdge, true, false},
+		{"the workflow", edge("payload/workflow"), stepEdge, true, false},
+		{"the type", edge("type"), stepEdge, true, false},
+		{"an edge where none may go", edge("payload/output"), nil, true, false},
+		{"a ref move's fresh target", touch, stepEdge, true, true},
+		{"a fork's target", touch, nil, false, false},
+		{"a read of a committed node", get, stepEdge, true, false},
+		{"a bare not found", cas.ErrNotFound, stepEdge, true, false},
+		{"a conflict", &cas.ConflictError{Name: "threads/X"}, stepEdge, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := gcTook(tc.err, tc.edge, tc.move)
+			var gl *gcLoss
+			if lost := errors.As(got, &gl); lost != tc.lost || !errors.Is(got, tc.err) && tc.err != nil {
+				t.Errorf("gcTook(%v) = %v: lost %v, want %v (and the error kept)", tc.err, got, lost, tc.lost)
+			}
+		})
+	}
 }

@@ -106,6 +106,47 @@ func (m *Masker) String(s string) string {
 	return r.Replace(s)
 }
 
+// TrimCutEnd is for text whose end was cut off (the rest dropped): a
+// secret that straddled the cut left its start in s, which [Masker.String]
+// cannot recognise. It returns s without the longest end of it that is the
+// start of a known secret (in any masked form) cut short, and how many
+// bytes it dropped: at most the longest secret's length less one, and none
+// if no secret begins there.
+func (m *Masker) TrimCutEnd(s string) (string, int) {
+	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasSuffix(s, f[:k]) })
+	return s[:len(s)-n], n
+}
+
+// TrimCutStart is [Masker.TrimCutEnd] for text whose start was cut off (the
+// bytes before it dropped): it returns s without the longest start of it
+// that is the end of a known secret cut short, and how many bytes it
+// dropped.
+func (m *Masker) TrimCutStart(s string) (string, int) {
+	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasPrefix(s, f[len(f)-k:]) })
+	return s[n:], n
+}
+
+// cutFragment returns the length of the longest part of s at its cut edge
+// that is a proper part (k bytes, 0 < k < len(f)) of a form f of a secret,
+// as match reports.
+func (m *Masker) cutFragment(s string, match func(f string, k int) bool) int {
+	if m == nil {
+		return 0
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	best := 0
+	for _, f := range m.values {
+		for k := min(len(f)-1, len(s)); k > best; k-- {
+			if match(f, k) {
+				best = k
+				break
+			}
+		}
+	}
+	return best
+}
+
 // Error returns err with its message masked: an error whose Error is
 // [Masker.String] of err's and which unwraps to err, so [errors.Is] and
 // [errors.As] see through it. A nil err gives nil; an error with no secret

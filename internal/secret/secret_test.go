@@ -146,10 +146,82 @@ func TestURLPasswords(t *testing.T) {
 	}
 }
 
+// TestMaskerTrimCut: text cut in the middle of a secret loses the part of
+// the secret it kept, and only that, so masking leaves no part of it.
+func TestMaskerTrimCut(t *testing.T) {
+	const sec = "hunter22-abcdef"
+	for _, tc := range []struct {
+		name       string
+		secrets    []string
+		in         string
+		end, start string // TrimCutEnd's and TrimCutStart's text
+		nEnd       int    // bytes TrimCutEnd drops
+		nStart     int    // bytes TrimCutStart drops
+	}{
+		{"no secrets", nil, "abc hunter", "abc hunter", "abc hunter", 0, 0},
+		{"nothing at the edges", []string{sec}, "log line\nmore", "log line\nmore", "log line\nmore", 0, 0},
+		{"start of a secret at the end", []string{sec}, "token=hunter22-a", "token=", "token=hunter22-a", 10, 0},
+		{"end of a secret at the start", []string{sec}, "2-abcdef rest", "2-abcdef rest", " rest", 0, 8},
+		{"one byte of a secret", []string{sec}, "xx h", "xx ", "xx h", 1, 0},
+		{"a whole secret is not cut", []string{sec}, "x " + sec, "x " + sec, "x " + sec, 0, 0},
+		{"the longest fragment", []string{"abcabcabcX"}, "zz abcabcabc", "zz ", "zz abcabcabc", 9, 0},
+		{"an escaped form", []string{`pa"ss\word`}, `{"v":"pa\"ss`, `{"v":"`, `{"v":"pa\"ss`, 6, 0},
+		{"all of the text", []string{sec}, "hunte", "", "hunte", 5, 0},
+		{"the middle of a secret is not its end", []string{sec}, "22-ab", "22-ab", "22-ab", 0, 0},
+		{"empty text", []string{sec}, "", "", "", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := secret.New(tc.secrets...)
+			if got, n := m.TrimCutEnd(tc.in); got != tc.end || n != tc.nEnd {
+				t.Errorf("TrimCutEnd(%q) = %q, %d; want %q, %d", tc.in, got, n, tc.end, tc.nEnd)
+			}
+			if got, n := m.TrimCutStart(tc.in); got != tc.start || n != tc.nStart {
+				t.Errorf("TrimCutStart(%q) = %q, %d; want %q, %d", tc.in, got, n, tc.start, tc.nStart)
+			}
+		})
+	}
+	var nilM *secret.Masker
+	if got, n := nilM.TrimCutEnd("abc"); got != "abc" || n != 0 {
+		t.Errorf("nil Masker: TrimCutEnd = %q, %d", got, n)
+	}
+}
+
+// FuzzMaskerTrimCut: text holding a secret, cut anywhere inside it, loses
+// at the cut at least the part of the secret it kept, and less than the
+// secret's length.
+func FuzzMaskerTrimCut(f *testing.F) {
+	f.Add("hunter22-abcdef", "before ", " after", 10)
+	f.Add("aaaaaaaa", "aaa", "aaa", 5)
+	f.Add("ab\ncd\"ef", "{\"x\":", "}", -3)
+	f.Fuzz(func(t *testing.T, sec, before, after string, at int) {
+		if len(sec) < secret.MinLen {
+			return
+		}
+		m := secret.New(sec)
+		text := before + sec + after
+		in := 1 + abs(at)%(len(sec)-1) // bytes of the secret before the cut
+		at = len(before) + in
+		if _, n := m.TrimCutEnd(text[:at]); n < in || n >= len(sec) {
+			t.Errorf("cut %q at %d: TrimCutEnd dropped %d bytes, want %d to %d", text, at, n, in, len(sec)-1)
+		}
+		if _, n := m.TrimCutStart(text[at:]); n < len(sec)-in || n >= len(sec) {
+			t.Errorf("cut %q at %d: TrimCutStart dropped %d bytes, want %d to %d", text, at, n, len(sec)-in, len(sec)-1)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
 func TestIsSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "github_token": true, "DB_PASSWORD": true, "MY_SECRET": true,
-		"HOME": false, "AGENT_LOG": false, "PATH": false,
+		"GITHUB_TOKEN_PATH": true, "apiKey": true, "SECRETS_DIR": true, "PasswordHint": true, "keys": true,
+		"HOME": false, "AGENT_LOG": false, "PATH": false, "passwd": false, "TOK": false, "": false,
 	} {
 		if got := secret.IsSecretName(name); got != want {
 			t.Errorf("IsSecretName(%q) = %v, want %v", name, got, want)

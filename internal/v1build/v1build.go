@@ -18,25 +18,27 @@ import (
 const Commit = "fe9658e"
 
 // Binary builds the uwf binary of [Commit] into a temporary folder and
-// returns its path. It skips the test, with a message saying why, where
-// that cannot be done without the network: no git or go, a clone without
-// the commit (a shallow clone), or modules missing from the module cache.
+// returns its path. Where that cannot be done without the network (no git
+// or go, a clone without the commit, such as a shallow clone, or modules
+// missing from the module cache) it skips the test with a message saying
+// why, except under CI (CI=true), where it fails the test instead: CI must
+// run it (.ci/run checks the history and fills the module cache first).
 // The build runs offline (GOPROXY=off, GOFLAGS=-mod=mod) and with
 // -trimpath, so the build cache serves repeated runs.
 func Binary(t testing.TB) string {
 	t.Helper()
 	for _, tool := range []string{"git", "go", "tar"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("building the version-1 binary needs %s: %v", tool, err)
+			skip(t, "building the version-1 binary needs %s: %v", tool, err)
 		}
 	}
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		t.Skipf("not in a git clone, cannot build the version-1 binary (commit %s): %v", Commit, err)
+		skip(t, "not in a git clone, cannot build the version-1 binary (commit %s): %v", Commit, err)
 	}
 	root := strings.TrimSpace(string(top))
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", Commit+"^{commit}").Run(); err != nil {
-		t.Skipf("the clone lacks commit %s (a shallow clone?): cannot build the version-1 binary; fetch the full history to run this test", Commit)
+		skip(t, "the clone lacks commit %s (a shallow clone?): cannot build the version-1 binary; fetch the full history (git fetch --unshallow) to run this test", Commit)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -68,9 +70,19 @@ func Binary(t testing.TB) string {
 	out, err := build.CombinedOutput()
 	if err != nil {
 		if bytes.Contains(out, []byte("GOPROXY=off")) || bytes.Contains(out, []byte("module lookup disabled")) {
-			t.Skipf("the version-1 binary needs modules that are not in the module cache, and tests stay offline: %s", out)
+			skip(t, "the version-1 binary needs modules that are not in the module cache, and tests stay offline (download them with go mod download in a checkout of commit %s): %s", Commit, out)
 		}
 		t.Fatalf("build the version-1 binary (commit %s): %v\n%s", Commit, err, out)
 	}
 	return bin
+}
+
+// skip skips t with the message, or fails it under CI (CI=true), where
+// the version-1 binary must be built.
+func skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+"\nCI=true: this test must run, not skip (see .ci/run)", args...)
+	}
+	t.Skipf(format, args...)
 }

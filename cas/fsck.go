@@ -301,10 +301,10 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			}
 			continue
 		}
-		if p, ok := missingRef(name, entries); ok {
-			targets[p.Hash] = append(targets[p.Hash], name)
+		if m := MissingRef(name, entries); m != nil {
+			targets[m.Logged] = append(targets[m.Logged], name)
 			if !builtinRef[name] {
-				add(p)
+				add(missingProblem(m))
 			}
 		}
 	}
@@ -367,19 +367,14 @@ func lastValue(entries []LogEntry) Hash {
 	return entries[len(entries)-1].New
 }
 
-// missingRef returns the problem of ref name, which does not exist, if its
-// log's newest entry says it does.
-func missingRef(name string, entries []LogEntry) (Problem, bool) {
-	if len(entries) == 0 || entries[len(entries)-1].New.IsZero() {
-		return Problem{}, false
+// missingProblem is the problem of a missing ref.
+func missingProblem(m *MissingRefError) Problem {
+	if m.Creation {
+		return Problem{Ref: m.Name, Hash: m.Logged, Kind: ProblemMissingRefOrInterruptedCreate,
+			Msg: "its log's newest entry creates it, but it does not exist: deleted behind uwf's back, or a crash interrupted its creation"}
 	}
-	e := entries[len(entries)-1]
-	if e.Old.IsZero() {
-		return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRefOrInterruptedCreate,
-			Msg: "its log's newest entry creates it, but it does not exist: deleted behind uwf's back, or a crash interrupted its creation"}, true
-	}
-	return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRef,
-		Msg: "its log's newest entry says it exists, but it does not: deleted behind uwf's back"}, true
+	return Problem{Ref: m.Name, Hash: m.Logged, Kind: ProblemMissingRef,
+		Msg: "its log's newest entry says it exists, but it does not: deleted behind uwf's back"}
 }
 
 // dangling returns the nodes among hashes that nothing reaches from live

@@ -400,3 +400,39 @@ func TestSetAndRemoveRef(t *testing.T) {
 		t.Errorf("Get = %s, want %s", got, b)
 	}
 }
+
+// TestMissingRef: the one test of a missing ref, which fsck, GC, the ref
+// commands and the thread engine share, reads only the log's newest entry.
+func TestMissingRef(t *testing.T) {
+	a, b := cas.Hash(0xA), cas.Hash(0xB)
+	for _, tc := range []struct {
+		name     string
+		log      []cas.LogEntry
+		logged   cas.Hash // zero: not missing
+		creation bool
+	}{
+		{"no log", nil, 0, false},
+		{"created", []cas.LogEntry{{New: a}}, a, true},
+		{"moved", []cas.LogEntry{{New: a}, {Old: a, New: b}}, b, false},
+		{"deleted", []cas.LogEntry{{New: a}, {Old: a}}, 0, false},
+		{"re-created", []cas.LogEntry{{New: a}, {Old: a}, {New: b}}, b, true},
+		{"deleted after a move", []cas.LogEntry{{New: a}, {Old: a, New: b}, {Old: b}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := cas.MissingRef("threads/T", tc.log)
+			if tc.logged.IsZero() {
+				if m != nil {
+					t.Fatalf("MissingRef = %+v, want nil", m)
+				}
+				return
+			}
+			want := cas.MissingRefError{Name: "threads/T", Logged: tc.logged, Creation: tc.creation}
+			if m == nil || *m != want {
+				t.Fatalf("MissingRef = %+v, want %+v", m, want)
+			}
+			if !errors.Is(m, cas.ErrConflict) {
+				t.Errorf("MissingRef's error does not wrap ErrConflict")
+			}
+		})
+	}
+}

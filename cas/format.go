@@ -175,7 +175,11 @@ func (r *Repo) nameBuiltins(ctx context.Context, bs []Builtin) error {
 		if err := r.putBuiltin(ctx, b); err != nil {
 			return err
 		}
-		err = r.refs.CompareAndSwap(ctx, name, 0, b.Hash, "create built-in schema "+b.Name)
+		// Through touched, not r.refs.CompareAndSwap: this is the bump,
+		// which must not require itself again.
+		err = r.refs.touched(ctx, name, b.Hash, func() error {
+			return r.raw.CompareAndSwap(ctx, name, 0, b.Hash, "create built-in schema "+b.Name)
+		})
 		var ce *ConflictError
 		if errors.As(err, &ce) && ce.Current == b.Hash {
 			continue // another process made it meanwhile

@@ -28,8 +28,9 @@ type FormatVersioner interface {
 	// FormatVersion returns the store's recorded format version.
 	FormatVersion(ctx context.Context) (int, error)
 	// BumpFormat moves the recorded version from from to to, atomically
-	// with respect to ref creation: under the lock (or in the
-	// transaction) that creating a ref takes, it first checks that every
+	// with respect to any change of the refs in want (creation, move or
+	// deletion): under the locks (or in the transaction) those changes
+	// take, it first checks that every
 	// ref in want exists and holds exactly its hash, and fails with a
 	// *[ConflictError] naming the first that does not (nothing changed).
 	// If the version is already to, it returns nil; if it is neither from
@@ -70,7 +71,7 @@ func (r *Repo) FormatVersion(ctx context.Context) (int, error) {
 // calls it first. On a store at an older version it stores the built-in
 // schemas up to v, names each schemas/<name> (create-only, logged "create
 // built-in schema <name>"), and then moves the recorded version (disk: the
-// FORMAT file replaced under the refs lock; PostgreSQL: schema_version in
+// FORMAT file replaced under the refs lock and the new names' ref locks; PostgreSQL: schema_version in
 // one transaction), checking again under that lock that the names hold the
 // built-ins. It refuses with a *[ReservedNameError], changing nothing, if a
 // user schema already holds one of the names. A crash part-way leaves the
@@ -175,7 +176,11 @@ func (r *Repo) nameBuiltins(ctx context.Context, bs []Builtin) error {
 		if err := r.putBuiltin(ctx, b); err != nil {
 			return err
 		}
-		err = r.refs.CompareAndSwap(ctx, name, 0, b.Hash, "create built-in schema "+b.Name)
+		// Through touched, not r.refs.CompareAndSwap: this is the bump,
+		// which must not require itself again.
+		err = r.refs.touched(ctx, name, b.Hash, func() error {
+			return r.raw.CompareAndSwap(ctx, name, 0, b.Hash, "create built-in schema "+b.Name)
+		})
 		var ce *ConflictError
 		if errors.As(err, &ce) && ce.Current == b.Hash {
 			continue // another process made it meanwhile

@@ -326,3 +326,101 @@ func TestOpenInitialises(t *testing.T) {
 		t.Errorf("Open of a store that lost schemas/meta changed it: %s", d)
 	}
 }
+
+// TestVersionTwoBuiltinOnlyByBump: a version-2 built-in enters a version-1
+// store only through the bump (SPEC §9), whichever write names it first: a
+// node whose payload refers to it by cas_ref (PutNode, PutEach), or a ref
+// moved to it (CompareAndSwap, Replace). A user schema holding the
+// reserved name refuses the bump, and then the write, storing nothing.
+func TestVersionTwoBuiltinOnlyByBump(t *testing.T) {
+	ways := []struct {
+		name  string
+		write func(f *fixture, link, kind cas.Hash) error
+	}{
+		{"PutNode with a cas_ref", func(f *fixture, link, kind cas.Hash) error {
+			_, err := f.repo.Put(f.ctx, link, map[string]any{"to": kind.String()})
+			return err
+		}},
+		{"PutEach with a cas_ref", func(f *fixture, link, kind cas.Hash) error {
+			_, errs := f.repo.PutEach(f.ctx, []cas.Node{{Type: link, Payload: map[string]any{"to": kind.String()}}})
+			return errs[0]
+		}},
+		{"ref CompareAndSwap", func(f *fixture, link, kind cas.Hash) error {
+			return f.repo.Refs().CompareAndSwap(f.ctx, "notes/x", 0, kind, "set")
+		}},
+		{"ref Replace", func(f *fixture, link, kind cas.Hash) error {
+			return f.repo.Refs().Replace(f.ctx, "notes/x", kind, "set --force")
+		}},
+		{"SetRef", func(f *fixture, link, kind cas.Hash) error {
+			return f.repo.SetRef(f.ctx, "notes/x", kind, false)
+		}},
+	}
+	const linkSchema = `{"type":"object","properties":{"to":{"type":"string","format":"cas_ref"}},"required":["to"]}`
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			kind := cas.AddTestKind(t, "test-kind", testKind)
+			f := newFixture(t)
+			f.verifyOnCleanup()
+			link := f.schema("link", mustJSON(t, linkSchema))
+			if err := w.write(f, link, kind); err != nil {
+				t.Fatalf("write naming the version-2 built-in: %v", err)
+			}
+			if v := version(t, f.repo); v != cas.FormatV2 {
+				t.Errorf("version = %d after a write naming a version-2 built-in, want 2 (stored without the bump)", v)
+			}
+			if !f.has(kind) {
+				t.Errorf("the version-2 built-in %v is not stored", kind)
+			}
+			log, err := f.mem.Refs().Log(f.ctx, "schemas/test-kind")
+			if err != nil || len(log) != 1 || log[0].New != kind || log[0].Message != "create built-in schema test-kind" {
+				t.Errorf("log of schemas/test-kind = %+v, %v; want its creation by the bump", log, err)
+			}
+			f.fsckClean()
+		})
+		t.Run(w.name+", name reserved", func(t *testing.T) {
+			f := newFixture(t)
+			f.verifyOnCleanup()
+			link := f.schema("link", mustJSON(t, linkSchema))
+			user := f.schema("test-kind", mustJSON(t, `{"type":"string"}`))
+			kind := cas.AddTestKind(t, "test-kind", testKind)
+			before := takeSnapshot(t, f.mem, f.mem.Refs())
+			var re *cas.ReservedNameError
+			if err := w.write(f, link, kind); !errors.As(err, &re) || re.Hash != user {
+				t.Fatalf("write naming the version-2 built-in = %v, want a ReservedNameError", err)
+			}
+			if v := version(t, f.repo); v != cas.FormatV1 {
+				t.Errorf("version = %d after a refused bump, want 1", v)
+			}
+			if d := before.diff(takeSnapshot(t, f.mem, f.mem.Refs())); d != "" {
+				t.Errorf("a refused write changed the store: %s", d)
+			}
+		})
+	}
+}
+
+// TestRepairVersionTwoBuiltinRef: on a version-2 store, a fresh Repo
+// repairs a version-2 built-in's moved ref without trying to bump again.
+func TestRepairVersionTwoBuiltinRef(t *testing.T) {
+	kind := cas.AddTestKind(t, "test-kind", testKind)
+	f := newFixture(t)
+	f.verifyOnCleanup()
+	if err := f.repo.RequireVersion(f.ctx, cas.FormatV2); err != nil {
+		t.Fatal(err)
+	}
+	x := f.text("x")
+	if err := f.mem.Refs().CompareAndSwap(f.ctx, "schemas/test-kind", kind, x, "moved by hand"); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := cas.Open(f.ctx, f.mem, f.mem.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := repo.RepairBuiltins(f.ctx)
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("RepairBuiltins = %+v, %v; want one repair", reps, err)
+	}
+	if h, err := f.mem.Refs().Get(f.ctx, "schemas/test-kind"); err != nil || h != kind {
+		t.Errorf("schemas/test-kind = %v, %v after the repair, want %v", h, err, kind)
+	}
+	f.fsckClean()
+}

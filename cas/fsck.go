@@ -66,8 +66,10 @@ type FsckReport struct {
 	TempFiles, StaleTempFiles int
 	// Dangling lists, when [FsckOptions.Dangling] asks for them, the nodes
 	// that no ref reaches and no other node refers to (the tips of what GC
-	// would collect, like git's dangling commits), sorted by hash. They
-	// are not problems.
+	// would collect once no log entry names them, like git's dangling
+	// commits), sorted by hash. They are not problems. The value a bad or
+	// missing ref's log holds is not dangling: it is reported with the
+	// ref's problem, and GC keeps it until the ref is repaired.
 	Dangling []Dangling
 }
 
@@ -224,7 +226,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 	}
 	targets := map[Hash][]string{}
 	named := map[string]bool{}  // live refs and bad ones
-	var live []Hash             // live refs' targets
+	var live []Hash             // live refs' targets, and the logged values of bad and missing refs
 	badLog := map[string]bool{} // lower-cased names of live refs whose log cannot be read
 	for ref, err := range r.raw.List(ctx, "") {
 		var bad *BadRefError
@@ -240,6 +242,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 					p.Hash = h
 					p.Msg += "; its log's newest value is " + h.String()
 					targets[h] = append(targets[h], bad.Name)
+					live = append(live, h) // GC keeps it: not dangling
 				}
 			}
 			if !builtinRef[bad.Name] {
@@ -301,10 +304,11 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			}
 			continue
 		}
-		if p, ok := missingRef(name, entries); ok {
-			targets[p.Hash] = append(targets[p.Hash], name)
+		if m := MissingRef(name, entries); m != nil {
+			targets[m.Logged] = append(targets[m.Logged], name)
+			live = append(live, m.Logged) // GC keeps it: not dangling
 			if !builtinRef[name] {
-				add(p)
+				add(missingProblem(m))
 			}
 		}
 	}
@@ -367,24 +371,19 @@ func lastValue(entries []LogEntry) Hash {
 	return entries[len(entries)-1].New
 }
 
-// missingRef returns the problem of ref name, which does not exist, if its
-// log's newest entry says it does.
-func missingRef(name string, entries []LogEntry) (Problem, bool) {
-	if len(entries) == 0 || entries[len(entries)-1].New.IsZero() {
-		return Problem{}, false
+// missingProblem is the problem of a missing ref.
+func missingProblem(m *MissingRefError) Problem {
+	if m.Creation {
+		return Problem{Ref: m.Name, Hash: m.Logged, Kind: ProblemMissingRefOrInterruptedCreate,
+			Msg: "its log's newest entry creates it, but it does not exist: deleted behind uwf's back, or a crash interrupted its creation"}
 	}
-	e := entries[len(entries)-1]
-	if e.Old.IsZero() {
-		return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRefOrInterruptedCreate,
-			Msg: "its log's newest entry creates it, but it does not exist: deleted behind uwf's back, or a crash interrupted its creation"}, true
-	}
-	return Problem{Ref: name, Hash: e.New, Kind: ProblemMissingRef,
-		Msg: "its log's newest entry says it exists, but it does not: deleted behind uwf's back"}, true
+	return Problem{Ref: m.Name, Hash: m.Logged, Kind: ProblemMissingRef,
+		Msg: "its log's newest entry says it exists, but it does not: deleted behind uwf's back"}
 }
 
 // dangling returns the nodes among hashes that nothing reaches from live
-// (the live refs' targets) and no node refers to, and for which keep
-// returns true.
+// (the live refs' targets and the logged values of bad and missing refs)
+// and no node refers to, and for which keep returns true.
 func (r *Repo) dangling(ctx context.Context, live, hashes []Hash, children, parents map[Hash][]Hash, types map[Hash]Hash, keep func(Node) bool) []Dangling {
 	reached := map[Hash]bool{}
 	var stack []Hash

@@ -324,8 +324,8 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 			}
 			return nil, fmt.Errorf("read the log of %s: %w", name, err)
 		}
-		if h := lastValue(entries); !live[name] && !h.IsZero() {
-			roots = append(roots, root{hash: h, from: "the log of missing ref " + name, logOnly: true})
+		if m := MissingRef(name, entries); !live[name] && m != nil {
+			roots = append(roots, root{hash: m.Logged, from: "the log of missing ref " + name, logOnly: true})
 		}
 		for _, e := range entries {
 			if e.Time < cut {

@@ -15,8 +15,19 @@ func TestMemConformance(t *testing.T) {
 	castest.Run(t, func(t *testing.T) (cas.Store, cas.Refs) {
 		s := cas.NewMemStore(nil)
 		t.Cleanup(func() { castest.Verify(t, s) })
-		return s, s.Refs()
+		return s, droppableMem{s.Refs()}
 	})
+}
+
+// droppableMem adds castest.RefDropper to memory refs.
+type droppableMem struct{ *cas.MemRefs }
+
+func (d droppableMem) DropRef(name string) bool {
+	if _, err := d.Get(context.Background(), name); err != nil {
+		return false
+	}
+	cas.DropMemRef(d.MemRefs, name)
+	return true
 }
 
 func ExampleNewMemStore() {

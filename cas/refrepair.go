@@ -135,9 +135,23 @@ func (r *Repo) missing(ctx context.Context, name string) (*MissingRefError, erro
 	case err != nil:
 		return nil, err
 	}
+	return MissingRef(name, entries), nil
+}
+
+// MissingRef is the one test of a missing ref: given the log of ref name
+// (oldest first, as [Refs.Log] returns it), which the caller found not to
+// exist, it returns a *[MissingRefError] if the log's newest entry says
+// the ref exists (a non-zero New), else nil (no log, or one that ends
+// with the ref's deletion). The error's Logged is the value the ref
+// should hold, and Creation tells a [ProblemMissingRefOrInterruptedCreate]
+// from a [ProblemMissingRef].
+func MissingRef(name string, entries []LogEntry) *MissingRefError {
+	if len(entries) == 0 {
+		return nil
+	}
 	e := entries[len(entries)-1]
 	if e.New.IsZero() {
-		return nil, nil
+		return nil
 	}
-	return &MissingRefError{Name: name, Logged: e.New, Creation: e.Old.IsZero()}, nil
+	return &MissingRefError{Name: name, Logged: e.New, Creation: e.Old.IsZero()}
 }

@@ -185,9 +185,10 @@ func TestFsckBadAndMissingRefs(t *testing.T) {
 			t.Errorf("missing-ref problem reached from %v, want [b]", p.ReachedFrom)
 		}
 	}
-	// Dangling: what no live ref reaches and nothing refers to (the bad
-	// ref's values, the missing refs', the deleted ref's and the old
-	// values), filtered by the option.
+	// Dangling: what no live ref reaches and nothing refers to (the
+	// deleted ref's value and the old ones), filtered by the option. The
+	// values the bad and missing refs' logs hold are not dangling: they
+	// are those refs' problems, and GC keeps them.
 	var dangling []cas.Hash
 	for _, d := range rep.Dangling {
 		if d.Type != cas.ContentSchema {
@@ -195,7 +196,7 @@ func TestFsckBadAndMissingRefs(t *testing.T) {
 		}
 		dangling = append(dangling, d.Hash)
 	}
-	wantDangling := []cas.Hash{a1, a2, b1, b2, c1, e1}
+	wantDangling := []cas.Hash{a1, b1, e1}
 	slices.Sort(wantDangling)
 	if !slices.Equal(dangling, wantDangling) {
 		t.Errorf("dangling = %v, want %v", dangling, wantDangling)
@@ -398,5 +399,41 @@ func TestSetAndRemoveRef(t *testing.T) {
 	}
 	if got, _ := f.repo.Refs().Get(f.ctx, "s"); got != b {
 		t.Errorf("Get = %s, want %s", got, b)
+	}
+}
+
+// TestMissingRef: the one test of a missing ref, which fsck, GC, the ref
+// commands and the thread engine share, reads only the log's newest entry.
+func TestMissingRef(t *testing.T) {
+	a, b := cas.Hash(0xA), cas.Hash(0xB)
+	for _, tc := range []struct {
+		name     string
+		log      []cas.LogEntry
+		logged   cas.Hash // zero: not missing
+		creation bool
+	}{
+		{"no log", nil, 0, false},
+		{"created", []cas.LogEntry{{New: a}}, a, true},
+		{"moved", []cas.LogEntry{{New: a}, {Old: a, New: b}}, b, false},
+		{"deleted", []cas.LogEntry{{New: a}, {Old: a}}, 0, false},
+		{"re-created", []cas.LogEntry{{New: a}, {Old: a}, {New: b}}, b, true},
+		{"deleted after a move", []cas.LogEntry{{New: a}, {Old: a, New: b}, {Old: b}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := cas.MissingRef("threads/T", tc.log)
+			if tc.logged.IsZero() {
+				if m != nil {
+					t.Fatalf("MissingRef = %+v, want nil", m)
+				}
+				return
+			}
+			want := cas.MissingRefError{Name: "threads/T", Logged: tc.logged, Creation: tc.creation}
+			if m == nil || *m != want {
+				t.Fatalf("MissingRef = %+v, want %+v", m, want)
+			}
+			if !errors.Is(m, cas.ErrConflict) {
+				t.Errorf("MissingRef's error does not wrap ErrConflict")
+			}
+		})
 	}
 }

@@ -60,8 +60,10 @@ type Refs interface {
 	// was deleted, or has none). It changes and logs nothing when the ref
 	// holds new, or when new is zero and neither the ref nor its log's
 	// newest entry holds a value (a damaged ref with no logged value is
-	// then removed, unlogged). A name that clashes with
-	// another live ref fails with a *[ConflictError]; a bad name wraps
+	// then removed, unlogged). Setting a name that clashes with
+	// another live ref fails with a *[ConflictError]; deleting a missing
+	// ref whose name another ref took since (differing in case) only logs
+	// the deletion, leaving that ref alone. A bad name wraps
 	// [ErrInvalidRefName]. Backends do not check that new is present in a
 	// store: [Repo.Refs] does.
 	Replace(ctx context.Context, name string, new Hash, message string) error

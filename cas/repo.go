@@ -190,10 +190,32 @@ func (r *Repo) Schema(ctx context.Context, h Hash) (*Schema, error) {
 
 // requireKind moves the store to the format version that added the kind
 // typ, if typ is a built-in newer than version 1: the first node of such a
-// kind is what moves a store forward ([Repo.RequireVersion]).
+// kind (or the first node or ref naming it) is what moves a store forward
+// ([Repo.RequireVersion]). A store already there is only noted, not
+// touched, so a ref move that repairs a built-in's damaged ref goes on.
 func (r *Repo) requireKind(ctx context.Context, typ Hash) error {
-	if b, ok := builtinByHash(typ); ok && b.Version > FormatV1 && int(r.version.Load()) < b.Version {
-		return r.RequireVersion(ctx, b.Version)
+	b, ok := builtinByHash(typ)
+	if !ok || b.Version <= FormatV1 || int(r.version.Load()) >= b.Version {
+		return nil
+	}
+	if fv, ok := r.raw.(FormatVersioner); ok {
+		if v, err := fv.FormatVersion(ctx); err == nil && v >= b.Version && v <= LatestFormat {
+			r.version.Store(int32(v))
+			return nil
+		}
+	}
+	return r.RequireVersion(ctx, b.Version)
+}
+
+// requireEdges moves the store forward, as [Repo.requireKind] does, for
+// every edge that is a built-in schema of a newer format version than the
+// store's: a node may refer to one (its payload naming it by cas_ref), and
+// only the bump stores and names a newer version's built-ins (SPEC §9).
+func (r *Repo) requireEdges(ctx context.Context, edges []Edge) error {
+	for _, e := range edges {
+		if err := r.requireKind(ctx, e.Hash); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -249,8 +271,11 @@ func (r *Repo) prepare(ctx context.Context, n Node) (prepared, error) {
 }
 
 // Check validates n as [Repo.PutNode] would, without storing it: the size
-// limit, the schema, and every edge present (without refreshing ages). It
-// returns the hash n would have.
+// limit, the schema, and every edge present (without refreshing ages; a
+// built-in schema counts as present, since PutNode puts back a lost one
+// of the store's format version and moves the store forward for a newer
+// one's). It writes nothing, so it never moves the store. It returns the
+// hash n would have.
 func (r *Repo) Check(ctx context.Context, n Node) (Hash, error) {
 	p, err := r.prepare(ctx, n)
 	if err != nil {
@@ -261,7 +286,9 @@ func (r *Repo) Check(ctx context.Context, n Node) (Hash, error) {
 		if err != nil {
 			return 0, err
 		}
-		if !ok && !IsBuiltin(e.Hash) { // a lost built-in is put back by PutNode
+		// PutNode puts back a lost built-in of the store's version, and
+		// stores a newer version's by moving the store forward first.
+		if !ok && !IsBuiltin(e.Hash) {
 			return 0, &EdgeError{Edge: e.Hash, Path: e.Path}
 		}
 	}
@@ -291,6 +318,9 @@ func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
 	}
 	p, err := r.prepare(ctx, n)
 	if err != nil {
+		return 0, err
+	}
+	if err := r.requireEdges(ctx, p.edges); err != nil {
 		return 0, err
 	}
 	unlock, err := r.st.Lock(ctx, false)
@@ -342,6 +372,9 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 	for i, n := range nodes {
 		if errs[i] = r.requireKind(ctx, n.Type); errs[i] == nil {
 			ps[i], errs[i] = r.prepare(ctx, n)
+		}
+		if errs[i] == nil {
+			errs[i] = r.requireEdges(ctx, ps[i].edges)
 		}
 	}
 	unlock, err := r.st.Lock(ctx, false)
@@ -412,12 +445,16 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 }
 
 // touch refreshes the age of the node at h, the presence check of every
-// write. A built-in schema the store has lost is put back from its known
-// bytes (it is a constant of the format), so the write goes on. The caller
-// holds the store-wide lock shared.
+// write. A built-in schema of the store's format version that the store
+// has lost is put back from its known bytes (it is a constant of the
+// format), so the write goes on. A newer version's built-in is not: only
+// the bump stores it ([Repo.RequireVersion]), which the caller has made
+// first ([Repo.requireKind]); without it, its absence is an error wrapping
+// [ErrNotFound] like any node's. The caller holds the store-wide lock
+// shared.
 func (r *Repo) touch(ctx context.Context, h Hash) error {
 	err := r.st.Touch(ctx, h)
-	if b, ok := builtinByHash(h); ok && errors.Is(err, ErrNotFound) {
+	if b, ok := builtinByHash(h); ok && errors.Is(err, ErrNotFound) && (b.Version <= FormatV1 || int(r.version.Load()) >= b.Version) {
 		if err := r.putBuiltin(ctx, b); err != nil {
 			return err
 		}
@@ -534,18 +571,27 @@ func (r *Repo) PutSchema(ctx context.Context, name string, payload any) (Hash, e
 }
 
 // repoRefs is Refs with ref moves that refresh, and require, the target.
+// A move to a built-in schema of a newer format version than the store's
+// moves the store forward first ([Repo.requireKind]): only the bump stores
+// and names a newer version's built-ins.
 type repoRefs struct {
 	Refs
 	r *Repo
 }
 
 func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Hash, message string) error {
+	if err := rr.r.requireKind(ctx, new); err != nil {
+		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
+	}
 	return rr.touched(ctx, name, new, func() error {
 		return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
 	})
 }
 
 func (rr *repoRefs) Replace(ctx context.Context, name string, new Hash, message string) error {
+	if err := rr.r.requireKind(ctx, new); err != nil {
+		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
+	}
 	return rr.touched(ctx, name, new, func() error {
 		return rr.Refs.Replace(ctx, name, new, message)
 	})

@@ -171,9 +171,11 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	if err != nil {
 		if errors.Is(err, cas.ErrNotFound) {
 			// A ref deleted behind uwf's back: say so, and how to get it back.
-			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil && len(log) > 0 && !log[len(log)-1].New.IsZero() {
-				return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
-					id, cas.ErrNotFound, refName(id), log[len(log)-1].New, refName(id))
+			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil {
+				if m := cas.MissingRef(refName(id), log); m != nil {
+					return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
+						id, cas.ErrNotFound, m.Name, m.Logged, m.Name)
+				}
 			}
 			return 0, fmt.Errorf("thread %s: %w", id, cas.ErrNotFound)
 		}

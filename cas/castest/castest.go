@@ -16,6 +16,15 @@ type Corrupter interface {
 	Corrupt(h cas.Hash, data []byte) bool
 }
 
+// RefDropper is implemented by refs that can lose a ref behind their own
+// back, for tests: DropRef removes ref name without logging it, as a ref
+// file deleted by hand would be, so its log says it exists while it does
+// not (a missing ref), and reports whether it existed. The suite runs its
+// missing-ref tests only on refs that do.
+type RefDropper interface {
+	DropRef(name string) bool
+}
+
 // Clock is implemented by refs that can tell the time by the clock their
 // log entries use. [RunRefs] reads it to bound log times; [Run] uses the
 // store's clock instead, so refs need not implement it there.

@@ -34,7 +34,9 @@
 // reports [cas.ErrCorrupt], Put heals; GC deletes a corrupt unreachable
 // node before anything it might reach). A store that implements
 // [cas.BatchPutter] has its PutBatch tested; others are tested through the
-// [cas.PutBatch] fallback.
+// [cas.PutBatch] fallback. Refs that implement [RefDropper] also get the
+// missing-ref tests (a missing ref whose path another ref took, in another
+// case, is cleared by Replace to zero, the other ref left alone).
 //
 // # Semantics the suite pins
 //

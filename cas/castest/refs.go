@@ -38,6 +38,7 @@ var refsTests = []struct {
 	{"PruneLog", testPruneLog},
 	{"ImportLog", testImportLog},
 	{"Replace", testReplace},
+	{"ReplaceMissingCaseClash", testReplaceMissingCaseClash},
 	{"CancelledContext", testRefsCancelledContext},
 }
 
@@ -1048,4 +1049,49 @@ func testReplace(t *testing.T, e *refsEnv) {
 	if err := r.Replace(ctx, "../x", hv(1), ""); !errors.Is(err, cas.ErrInvalidRefName) {
 		t.Errorf("Replace(../x) = %v, want ErrInvalidRefName", err)
 	}
+}
+
+// testReplaceMissingCaseClash: a missing ref (dropped behind the refs'
+// back) whose name another ref took since, in another case, cannot be
+// restored (the name clashes), but can be cleared: Replace to zero records
+// it as deleted, leaving the other ref alone, and its log is then pruned
+// like any deleted ref's. Refs that do not implement [RefDropper] skip it.
+func testReplaceMissingCaseClash(t *testing.T, e *refsEnv) {
+	d, ok := e.r.(RefDropper)
+	if !ok {
+		t.Skipf("%T does not implement castest.RefDropper", e.r)
+	}
+	r := e.r
+	ctx := t.Context()
+	mustCAS(t, r, "foo", 0, hv(1), "create")
+	if !d.DropRef("foo") {
+		t.Fatal("DropRef(foo) found no ref")
+	}
+	wantRef(t, r, "foo", 0)
+	// Foo holds foo's value: foo's entries must not read as Foo's.
+	mustCAS(t, r, "Foo", 0, hv(1), "create other")
+	wantConflict(t, r.Replace(ctx, "foo", hv(1), "restore"), cas.ConflictError{Name: "foo", Clash: "Foo"})
+	wantChanges(t, r, "foo", change{0, hv(1), "create"})
+	if err := r.Replace(ctx, "foo", 0, "rm --force"); err != nil {
+		t.Fatalf("Replace(foo, 0) of a missing ref whose path Foo took: %v", err)
+	}
+	wantChanges(t, r, "foo", change{0, hv(1), "create"}, change{hv(1), 0, "rm --force"})
+	wantRef(t, r, "Foo", hv(1))
+	wantChanges(t, r, "Foo", change{0, hv(1), "create other"})
+	// Again: nothing more to record.
+	if err := r.Replace(ctx, "foo", 0, "rm again"); err != nil {
+		t.Fatalf("Replace(foo, 0) again: %v", err)
+	}
+	wantChanges(t, r, "foo", change{0, hv(1), "create"}, change{hv(1), 0, "rm --force"})
+	// Foo moves on and its log stays its own.
+	mustCAS(t, r, "Foo", hv(1), hv(2), "move")
+	wantRef(t, r, "Foo", hv(2))
+	wantChanges(t, r, "Foo", change{0, hv(1), "create other"}, change{hv(1), hv(2), "move"})
+	wantChanges(t, r, "foo", change{0, hv(1), "create"}, change{hv(1), 0, "rm --force"})
+	// foo is deleted now: pruning removes its log whole, and keeps Foo's.
+	if n := mustPrune(t, r, mustNow(t, e.now).Add(time.Hour)); n != 2 {
+		t.Errorf("PruneLog(an hour ahead) = %d, want foo's 2 entries", n)
+	}
+	wantNoLog(t, r, "foo")
+	wantChanges(t, r, "Foo", change{0, hv(1), "create other"}, change{hv(1), hv(2), "move"})
 }

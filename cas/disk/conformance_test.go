@@ -3,6 +3,7 @@ package disk_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/uncaged/uwf/cas"
@@ -35,8 +36,19 @@ func runConformance(t *testing.T, opts *disk.Options) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return corruptible{st}, st.Refs()
+		return corruptible{st}, droppable{st.Refs(), st.Dir()}
 	})
+}
+
+// droppable adds castest.RefDropper to disk refs: it removes a ref's file
+// by hand.
+type droppable struct {
+	*disk.Refs
+	dir string
+}
+
+func (d droppable) DropRef(name string) bool {
+	return os.Remove(filepath.Join(d.dir, "refs", filepath.FromSlash(strings.ToLower(name)))) == nil
 }
 
 // corruptible adds castest.Corrupter to a store: it overwrites an object's

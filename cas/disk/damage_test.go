@@ -318,3 +318,49 @@ func TestDamagedLog(t *testing.T) {
 		t.Errorf("fsck problems = %q, want %q", got, want)
 	}
 }
+
+// TestMissingRefNameRetaken: a missing ref whose path another ref took
+// since, in another case, is reported by fsck, cannot be restored (its
+// name clashes), and is cleared by RemoveRef with force, leaving the other
+// ref alone; fsck is then clean.
+func TestMissingRefNameRetaken(t *testing.T) {
+	s := newStore(t, nil)
+	ctx := t.Context()
+	repo, err := cas.Open(ctx, s, s.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := repo.Put(ctx, cas.ContentSchema, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.SetRef(ctx, "notes/foo", a, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(refFilePath(s, "notes/foo")); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.SetRef(ctx, "notes/Foo", a, false); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := repo.Fsck(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Ref != "notes/foo" || rep.Problems[0].Kind != cas.ProblemMissingRefOrInterruptedCreate {
+		t.Fatalf("fsck = %v, want one missing ref notes/foo", rep.Problems)
+	}
+	var ce *cas.ConflictError
+	if _, err := repo.RestoreRef(ctx, "notes/foo", 0); !errors.As(err, &ce) || ce.Clash != "notes/Foo" {
+		t.Errorf("RestoreRef(notes/foo) = %v, want a ConflictError naming notes/Foo", err)
+	}
+	if err := repo.RemoveRef(ctx, "notes/foo", true); err != nil {
+		t.Fatalf("RemoveRef(notes/foo, force): %v", err)
+	}
+	if got := mustRef(t, s.Refs(), "notes/Foo"); got != a {
+		t.Errorf("notes/Foo = %v after removing notes/foo, want %v", got, a)
+	}
+	if rep, err := repo.Fsck(ctx, nil); err != nil || !rep.OK() {
+		t.Errorf("fsck after the forced removal = %v, %v; want clean", rep.Problems, err)
+	}
+}

@@ -27,5 +27,9 @@ func SetBatchSyncPool(o *Options, pool bool) {
 // it.
 func SetStaleTempAge(o *Options, d time.Duration) { o.staleAge, o.staleSet = d, true }
 
+// SetBumpHook makes BumpFormat call f after it has checked the wanted refs
+// and before it writes the FORMAT file, with its locks held.
+func SetBumpHook(o *Options, f func()) { o.bumpHook = f }
+
 // LogSuffix ends the name of every ref log file.
 const LogSuffix = logSuffix

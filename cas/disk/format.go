@@ -105,9 +105,11 @@ func (r *Refs) FormatVersion(ctx context.Context) (int, error) {
 
 // BumpFormat moves the store from format version from to version to, as
 // [cas.FormatVersioner] specifies: under the global refs lock (the one
-// that creating or deleting a ref takes), it checks each ref of want, then
-// replaces the FORMAT file atomically (temporary file, sync, rename,
-// folder sync).
+// that creating or deleting a ref takes) and the striped lock of each ref
+// of want (the one every move takes; taken in lock-file order, each once),
+// it checks each ref of want, then replaces the FORMAT file atomically
+// (temporary file, sync, rename, folder sync). So no ref of want can be
+// created, moved or deleted between the check and the new version.
 func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas.Hash) error {
 	if err := r.s.ready(ctx); err != nil {
 		return err
@@ -117,6 +119,21 @@ func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas
 		return fmt.Errorf("disk: lock refs: %w", err)
 	}
 	defer unlock()
+	// Each wanted ref's striped lock too: a move from one value to another
+	// takes only that. Lock-file order, each file once (two names may
+	// share a stripe, and a second flock of it would wait on the first);
+	// no other holder takes two stripes, so the order cannot deadlock.
+	stripes := map[string]bool{}
+	for name := range want {
+		stripes[r.stripePath(strings.ToLower(name))] = true
+	}
+	for _, path := range slices.Sorted(maps.Keys(stripes)) {
+		unlockRef, err := lockWait(ctx, path, syscall.LOCK_EX)
+		if err != nil {
+			return fmt.Errorf("disk: lock refs: %w", err)
+		}
+		defer unlockRef()
+	}
 	cur, err := r.s.readFormat()
 	if err != nil {
 		return err
@@ -136,6 +153,9 @@ func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas
 		if got := st.value(name); got != want[name] {
 			return &cas.ConflictError{Name: name, Expected: want[name], Current: got}
 		}
+	}
+	if r.s.opts.bumpHook != nil {
+		r.s.opts.bumpHook()
 	}
 	path := filepath.Join(r.s.dir, formatFile)
 	if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, path, formatText(to), r.s.durable); err != nil {

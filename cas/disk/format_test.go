@@ -1,12 +1,14 @@
 package disk_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
@@ -119,4 +121,54 @@ func TestOpenOrCreateConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestBumpFormatHoldsWantedRefs: between BumpFormat's check of the wanted
+// refs and its FORMAT write (the hook), no wanted ref can move, not even
+// by a move from one value to another (which takes only the ref's own
+// lock): the move waits for the bump, so the check still holds when the
+// version changes.
+func TestBumpFormatHoldsWantedRefs(t *testing.T) {
+	const k1, k2, user = cas.Hash(0x1111), cas.Hash(0x2222), cas.Hash(0x3333)
+	want := map[string]cas.Hash{"schemas/kind-a": k1, "schemas/kind-b": k2}
+	var s *disk.Store
+	var moves []error
+	opts := &disk.Options{}
+	disk.SetBumpHook(opts, func() {
+		for name, h := range want {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			moves = append(moves, s.Refs().CompareAndSwap(ctx, name, h, user, "slip in"))
+			cancel()
+		}
+	})
+	s = newStore(t, opts)
+	ctx := t.Context()
+	for name, h := range want {
+		if err := s.Refs().CompareAndSwap(ctx, name, 0, h, "create"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Refs().BumpFormat(ctx, cas.FormatV1, cas.FormatV2, want); err != nil {
+		t.Fatalf("BumpFormat: %v", err)
+	}
+	if len(moves) != len(want) {
+		t.Fatalf("the hook ran %d moves, want %d", len(moves), len(want))
+	}
+	for _, err := range moves {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a move of a wanted ref during the bump = %v, want it to wait (context.DeadlineExceeded)", err)
+		}
+	}
+	if v, err := s.Refs().FormatVersion(ctx); err != nil || v != cas.FormatV2 {
+		t.Errorf("FormatVersion = %d, %v; want 2", v, err)
+	}
+	for name, h := range want {
+		if got, err := s.Refs().Get(ctx, name); err != nil || got != h {
+			t.Errorf("%s = %v, %v after the bump, want %v", name, got, err, h)
+		}
+	}
+	// After the bump the refs move again.
+	if err := s.Refs().CompareAndSwap(ctx, "schemas/kind-a", k1, user, "after"); err != nil {
+		t.Errorf("a move after the bump: %v", err)
+	}
 }

@@ -13,14 +13,16 @@ func FuzzParseLog(f *testing.F) {
 	f.Add([]byte(`{"old":"2DHW2FP49YVD3","new":"0000000000000","time":2,"message":"","name":"a","import":true}`+"\n{\"old"), uint64(0x1234))
 	f.Add([]byte("\n\n"), uint64(1))
 	f.Add([]byte("not json\n"), uint64(1))
-	f.Fuzz(func(t *testing.T, data []byte, cur uint64) {
-		lines, _, err := parseLog(data, cas.Hash(cur), "log")
+	f.Fuzz(func(t *testing.T, data []byte, h uint64) {
+		// The ref file holds "a" at h (none if h is zero).
+		cur := refState{exists: h != 0, name: "a", hash: cas.Hash(h)}
+		lines, _, err := parseLog(data, cur, "log")
 		if err != nil {
 			return
 		}
 		// What parses re-encodes to lines that parse the same (less, at
 		// most, a last line that is now an intent).
-		again, _, err := parseLog(encodeLog(lines), cas.Hash(cur), "log")
+		again, _, err := parseLog(encodeLog(lines), cur, "log")
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}

@@ -68,6 +68,7 @@ type Options struct {
 	batchSync batchSync             // how PutBatch makes its temp files durable
 	staleAge  time.Duration         // temp files older than this are removed at Open
 	staleSet  bool                  // staleAge was set (it may be 0)
+	bumpHook  func()                // called by BumpFormat between its check and the FORMAT write
 }
 
 // batchSync selects how PutBatch syncs its temporary files.

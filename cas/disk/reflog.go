@@ -42,12 +42,15 @@ func (l logLine) same(e logLine) bool {
 // isIntent reports whether l, the last complete line of a log, is an
 // uncommitted intent: a move or delete appended before a crash kept it
 // from being applied to the ref file, which still holds cur, its old
-// value. With no ref file (cur zero) a last line is never an intent: a
+// value. A line of another name than the ref file's (one differing in
+// case, whose log shares the file) is never an intent: only changes of
+// the ref the file holds are applied to it. With no ref file a last
+// line is never an intent: a
 // create interrupted by a crash cannot be told from a ref file deleted
 // behind uwf's back after its creation, so the line is kept for fsck to
 // report and for a restore or a forced change to decide.
-func (l logLine) isIntent(cur cas.Hash) bool {
-	return !cur.IsZero() && l.New != cur && l.Old == cur && !l.Import
+func (l logLine) isIntent(cur refState) bool {
+	return cur.exists && l.Name == cur.name && l.New != cur.hash && l.Old == cur.hash && !l.Import
 }
 
 func appendLine(b []byte, l logLine) []byte {
@@ -72,9 +75,9 @@ func parseLine(b []byte) (logLine, error) {
 
 // parseLog parses a log file: its complete lines, without a torn last line
 // (no final newline) and without a last line that is an uncommitted intent
-// against cur, the ref file's value. dirty reports whether either was
+// against cur, what the ref file holds. dirty reports whether either was
 // dropped.
-func parseLog(data []byte, cur cas.Hash, path string) (lines []logLine, dirty bool, err error) {
+func parseLog(data []byte, cur refState, path string) (lines []logLine, dirty bool, err error) {
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		data, dirty = data[:i+1], true
 	}
@@ -106,7 +109,7 @@ func encodeLog(lines []logLine) []byte {
 // truncating a torn last line and an uncommitted intent (judged against
 // cur, the ref file's value). A new log file's folder is synced too. The
 // caller holds the ref's striped lock.
-func (r *Refs) appendLog(lower string, cur cas.Hash, line logLine) error {
+func (r *Refs) appendLog(lower string, cur refState, line logLine) error {
 	fsys, sync := r.s.fs, r.s.durable
 	path := r.logPath(lower)
 	created := false
@@ -140,7 +143,7 @@ func (r *Refs) appendLog(lower string, cur cas.Hash, line logLine) error {
 }
 
 // repairTail truncates a torn last line, then an uncommitted intent.
-func repairTail(f atomicfile.File, cur cas.Hash) error {
+func repairTail(f atomicfile.File, cur refState) error {
 	size, err := f.Size()
 	if err != nil || size == 0 {
 		return err
@@ -195,7 +198,7 @@ func readTail(f atomicfile.File, size int64) (tail, error) {
 
 // readLog reads and parses the log of lower (see parseLog). A missing file
 // is (nil, false, nil).
-func (r *Refs) readLog(lower string, cur cas.Hash) ([]logLine, bool, error) {
+func (r *Refs) readLog(lower string, cur refState) ([]logLine, bool, error) {
 	path := r.logPath(lower)
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -250,7 +253,7 @@ func (r *Refs) visibleLog(lower string) ([]logLine, error) {
 	if err != nil && !errors.As(err, &bad) {
 		return nil, err
 	}
-	lines, _, err := r.readLog(lower, cur.hash)
+	lines, _, err := r.readLog(lower, cur)
 	return lines, err
 }
 
@@ -373,7 +376,7 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 	if err != nil {
 		return 0, err
 	}
-	lines, dirty, err := r.readLog(lower, cur.hash)
+	lines, dirty, err := r.readLog(lower, cur)
 	if err != nil || (lines == nil && !dirty) {
 		return 0, err
 	}
@@ -463,7 +466,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err != nil {
 		return err
 	}
-	lines, dirty, err := r.readLog(lower, cur.hash)
+	lines, dirty, err := r.readLog(lower, cur)
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (r *Refs) read(lower string) (refState, error) {
 // the newest line of its log holds, else lower.
 func (r *Refs) badRef(lower, path string, err error) *cas.BadRefError {
 	name := lower
-	if lines, _, lerr := r.readLog(lower, 0); lerr == nil && len(lines) > 0 {
+	if lines, _, lerr := r.readLog(lower, refState{}); lerr == nil && len(lines) > 0 {
 		name = lines[len(lines)-1].Name
 	}
 	return &cas.BadRefError{Name: name, File: path, Err: err}
@@ -314,7 +314,7 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	if err := r.appendLog(lower, cur.hash, line); err != nil {
+	if err := r.appendLog(lower, cur, line); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
 	if new.IsZero() {
@@ -334,9 +334,12 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 // is gone. The logged old value is the ref's if its file parses and holds
 // name, else the New of the newest line for name in its log. It takes the
 // global refs lock and the ref's striped lock, appends the log line, then
-// writes or removes the ref file, as CompareAndSwap does; a ref file
-// holding another name (differing in case), or a clash with a parent or
-// child ref, is a *[cas.ConflictError].
+// writes or removes the ref file, as CompareAndSwap does. Setting a value
+// when the ref file holds another name (differing in case), or clashes
+// with a parent or child ref, is a *[cas.ConflictError]; deleting name
+// when the file holds another name only records name as deleted in its
+// log (if it records a value), leaving the file alone, so a missing ref
+// whose path another ref took since can still be cleared.
 func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message string) error {
 	if err := r.s.ready(ctx); err != nil {
 		return err
@@ -368,10 +371,14 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		if old == new {
 			return nil
 		}
-	case cur.exists:
+	case cur.exists && !new.IsZero():
 		return &cas.ConflictError{Name: name, Clash: cur.name}
 	default:
-		lines, _, err := r.readLog(lower, 0)
+		// The ref file is gone, cannot be read, or holds another name
+		// (differing in case, created since name went missing): the old
+		// value is the one name's log last records. Deleting name then
+		// only records it as deleted: the file is the other ref's.
+		lines, _, err := r.readLog(lower, refState{})
 		if err != nil {
 			return fmt.Errorf("disk: ref %s: %w", name, err)
 		}
@@ -381,6 +388,9 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 			}
 		}
 		if new.IsZero() && old.IsZero() {
+			if cur.exists {
+				return nil // name has no value to record; the file is another's
+			}
 			// Nothing to record: no value before, none after.
 			if bad == nil {
 				return nil
@@ -405,13 +415,13 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	if err := r.appendLog(lower, cur.hash, line); err != nil {
+	if err := r.appendLog(lower, cur, line); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
 	switch {
 	case !new.IsZero():
 		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, r.refPath(lower), refFile(name, new), r.s.durable)
-	case cur.exists || bad != nil:
+	case cur.exists && cur.name == name || bad != nil:
 		err = r.removeRef(lower)
 	}
 	if err != nil {

@@ -115,8 +115,24 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	castest.Run(t, func(t *testing.T) (cas.Store, cas.Refs) {
 		s := newStore(t)
-		return corruptible{s, t}, s.Refs()
+		return corruptible{s, t}, droppable{s.Refs(), s, t}
 	})
+}
+
+// droppable adds castest.RefDropper to refs, deleting a ref's row through
+// the admin connection.
+type droppable struct {
+	*postgres.Refs
+	s *postgres.Store
+	t testing.TB
+}
+
+func (d droppable) DropRef(name string) bool {
+	tag, err := admin(d.t).Exec(context.Background(), "DELETE FROM "+pgx.Identifier{d.s.Schema(), "refs"}.Sanitize()+" WHERE name = $1", name)
+	if err != nil {
+		d.t.Fatalf("drop ref %s: %v", name, err)
+	}
+	return tag.RowsAffected() > 0
 }
 
 func TestOpenOptions(t *testing.T) {

@@ -152,7 +152,8 @@ Prints each problem on a line, with the refs that reach it, then a summary;
 with --json, one object. Exits 1 if anything is wrong. With --dangling, also
 lists, as "dangling <hash> <type>", every thread head (start, step or mark
 node) that no ref reaches and no node refers to: a thread whose ref was
-lost, until GC collects it. --repair first puts back the known values of
+deleted, until GC collects it (a bad or missing ref's logged head is
+reported as its problem instead, and GC keeps it). --repair first puts back the known values of
 damaged built-in schemas (their objects and schemas/<name> refs, with a log
 entry) and prints a "repaired" line for each.`,
 		Flags: []cli.Flag{

@@ -128,7 +128,7 @@ func (r *Refs) BumpFormat(ctx context.Context, from, to int, want map[string]cas
 		stripes[r.stripePath(strings.ToLower(name))] = true
 	}
 	for _, path := range slices.Sorted(maps.Keys(stripes)) {
-		unlockRef, err := lockWait(ctx, path, syscall.LOCK_EX)
+		unlockRef, err := lockWait(ctx, path, lockEx)
 		if err != nil {
 			return fmt.Errorf("disk: lock refs: %w", err)
 		}

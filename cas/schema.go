@@ -229,6 +229,7 @@ func schemaErrorText(err error) string {
 	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
 		var vs []Violation
 		collectViolations(ve, nil, "", "", &vs)
+		sortViolations(vs)
 		if len(vs) > 0 {
 			return fmt.Sprintf("not a valid JSON Schema: at %s: %s", pointerOrRoot(vs[0].Path), vs[0].Message)
 		}

@@ -359,7 +359,7 @@ func TestSynthErrors(t *testing.T) {
 		{name: "not an object", schema: `{type: array}`,
 			want: "the schema does not describe an object"},
 		{name: "a status the schema rejects", schema: `{type: object, properties: {status: {const: done}}, required: [status]}`, statuses: []string{"other"},
-			want: "at schema path /properties/status/const: value must be \"done\""},
+			want: "at schema path /properties/status/const: value must be 'done'"},
 		{name: "does not compile", schema: `{type: 12}`, want: "the schema of role r does not compile"},
 	}
 	for _, tc := range tests {

@@ -168,9 +168,10 @@ func readBack(t *testing.T, f *fixture, typ, h cas.Hash, payload any) {
 // particular a payload nested MaxDepth deep, whose node is one level
 // deeper, and one level more is refused by Put with a clear error.
 //
-// Payloads under a recursive schema stay shallower here: the validator
-// (jsonschema v5) builds each keyword's location as a string, so its time
-// grows with the cube of the depth through a recursive $ref.
+// Payloads under a recursive schema stay shallower here: the edge walker
+// validates, at every level, the anyOf branch it follows against the whole
+// subtree, so its time grows faster than the square of the depth
+// (BenchmarkDeepRecursive measures it).
 func TestPutAcceptedIsRead(t *testing.T) {
 	f := newFixture(t)
 	f.verifyOnCleanup()

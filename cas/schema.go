@@ -1,16 +1,18 @@
 package cas
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/uncaged/uwf/internal/jsonpointer"
 )
@@ -37,9 +39,6 @@ type Schema struct {
 	// holds are the subschemas through which an edge can be reached;
 	// the edge walker validates a branch only if it is one.
 	holds map[*jsonschema.Schema]bool
-	// emptyEnums are the locations of schemas with "enum": [], which
-	// reject every value (see fixDraft).
-	emptyEnums map[string]bool
 }
 
 // CompileSchema compiles a schema node's payload: a JSON Schema, draft
@@ -66,25 +65,22 @@ func CompileSchema(payload any) (*Schema, error) {
 	if err := checkRefPlacement(doc, "", true); err != nil {
 		return nil, err
 	}
-	data, err := Canonical(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: schema: %w", ErrInvalid, err)
-	}
 	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.Formats = map[string]func(any) bool{FormatRef: isRefValue}
-	c.LoadURL = func(url string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("%q is outside the schema (remote and file loading are off)", url)
-	}
-	if err := c.AddResource(schemaURL, bytes.NewReader(data)); err != nil {
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: FormatRef, Validate: validateRef})
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
 	}
 	s, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
 	}
-	sc := &Schema{doc: doc, s: s, emptyEnums: fixDraft(s, doc)}
+	if err := checkLoops(s); err != nil {
+		return nil, err
+	}
+	sc := &Schema{doc: doc, s: s}
 	w := refWalker{seen: map[refVisit]bool{}}
 	if err := w.walk(s, true); err != nil {
 		return nil, err
@@ -100,9 +96,22 @@ func CompileSchema(payload any) (*Schema, error) {
 // compiles as a schema.
 var metaSchema = &Schema{meta: true}
 
-func isRefValue(v any) bool {
-	s, ok := v.(string)
-	return !ok || IsCanonicalHash(s)
+// validateRef is the format cas_ref: a string must be a canonical hash;
+// other values are not strings and pass, as for every format.
+func validateRef(v any) error {
+	if s, ok := v.(string); ok && !IsCanonicalHash(s) {
+		return errors.New("not a canonical hash (13 characters of Crockford base32)")
+	}
+	return nil
+}
+
+// noLoader refuses every URL: a "$ref" may only point inside the schema.
+// (The draft's own meta-schemas are built into the validator and never
+// loaded.)
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) {
+	return nil, errors.New("is outside the schema (remote and file loading are off)")
 }
 
 // checkDialect rejects a "$schema" other than draft 2020-12 in any schema
@@ -206,25 +215,179 @@ func refPlacementError(where string) error {
 		ErrInvalid, "format: "+FormatRef, where)
 }
 
-// schemaErrorText shortens the compiler's messages: the resource URL is ours.
+// printer renders the validator's messages: each kind of violation
+// formats itself through a message.Printer, the only way to have one
+// violation's message without the whole tree's.
+var printer = message.NewPrinter(language.English)
+
+// schemaErrorText turns the compiler's errors into messages about the
+// schema document: locations are JSON pointers into it, and the resource
+// URL, which is ours, is left out.
 func schemaErrorText(err error) string {
+	var sve *jsonschema.SchemaValidationError
 	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		leaf := ve
-		for len(leaf.Causes) > 0 {
-			leaf = leaf.Causes[0]
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		var vs []Violation
+		collectViolations(ve, nil, "", "", &vs)
+		sortViolations(vs)
+		if len(vs) > 0 {
+			return fmt.Sprintf("not a valid JSON Schema: at %s: %s", pointerOrRoot(vs[0].Path), vs[0].Message)
 		}
-		at := leaf.InstanceLocation
-		if at == "" {
-			at = "/"
-		}
-		return fmt.Sprintf("not a valid JSON Schema: at %s: %s", at, leaf.Message)
+	}
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		// A relative reference is resolved against schemaURL: show it
+		// as written.
+		return fmt.Sprintf("$ref %q %s", strings.TrimPrefix(le.URL, "uwf:///"), le.Err)
+	}
+	var re *jsonschema.InvalidRegexError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("not a valid JSON Schema: at %s: invalid regular expression %q: %v", pointerOrRoot(urlFragment(re.URL)), re.Regex, re.Err)
+	}
+	var pe *jsonschema.JSONPointerNotFoundError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("$ref %s points to nothing in the schema", pointerOrRoot(urlFragment(pe.URL)))
+	}
+	var ae *jsonschema.AnchorNotFoundError
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("$ref %q names no anchor in the schema", strings.TrimPrefix(ae.Reference, schemaURL))
 	}
 	msg := err.Error()
-	msg = strings.ReplaceAll(msg, "jsonschema "+schemaURL+" compilation failed: ", "")
 	msg = strings.ReplaceAll(msg, "jsonschema: ", "")
+	msg = strings.ReplaceAll(msg, schemaURL+"#", "#")
 	msg = strings.ReplaceAll(msg, schemaURL, "")
 	return msg
+}
+
+// urlFragment returns the JSON pointer in a location of the schema
+// document, as the validator writes it (uwf:///schema.json#/a%20b).
+func urlFragment(loc string) string {
+	_, frag, _ := strings.Cut(loc, "#")
+	if u, err := url.PathUnescape(frag); err == nil {
+		frag = u
+	}
+	return frag
+}
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// checkLoops rejects a schema in which subschemas apply to the same value
+// in a cycle ({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}}}):
+// validation would never end, and the draft leaves it undefined. A cycle
+// that goes through a keyword applied to a part of the value (properties,
+// items, ...) is a recursive schema, not a loop.
+func checkLoops(root *jsonschema.Schema) error {
+	const (
+		onPath = 1
+		done   = 2
+	)
+	state := map[*jsonschema.Schema]int{}
+	var path []*jsonschema.Schema
+	var visit func(s *jsonschema.Schema) error
+	visit = func(s *jsonschema.Schema) error {
+		switch state[s] {
+		case done:
+			return nil
+		case onPath:
+			i := len(path) - 1
+			for path[i] != s {
+				i--
+			}
+			locs := make([]string, 0, len(path)-i+1)
+			for _, p := range path[i:] {
+				locs = append(locs, schemaLocation(p))
+			}
+			locs = append(locs, schemaLocation(s))
+			return fmt.Errorf("%w: schema: the subschemas %s apply to the same value in a loop (through $ref, $dynamicRef, allOf, anyOf, oneOf, not, if/then/else or dependentSchemas): validation would never end",
+				ErrInvalid, strings.Join(locs, " -> "))
+		}
+		state[s] = onPath
+		path = append(path, s)
+		for _, c := range inPlaceChildren(s) {
+			if err := visit(c); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[s] = done
+		return nil
+	}
+	for _, s := range allSchemas(root) {
+		if err := visit(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inPlaceChildren are the subschemas applied to the same value as s.
+func inPlaceChildren(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, k := range sortedKeys(s.DependentSchemas) {
+		out = append(out, s.DependentSchemas[k])
+	}
+	for _, k := range sortedKeys(s.Dependencies) {
+		if ds, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
+			out = append(out, ds)
+		}
+	}
+	return slices.DeleteFunc(out, func(c *jsonschema.Schema) bool { return c == nil })
+}
+
+// allSchemas returns every schema reachable from root, each once, in a
+// fixed order.
+func allSchemas(root *jsonschema.Schema) []*jsonschema.Schema {
+	seen := map[*jsonschema.Schema]bool{root: true}
+	out := []*jsonschema.Schema{root}
+	for i := 0; i < len(out); i++ {
+		s := out[i]
+		next := inPlaceChildren(s)
+		next = append(next, s.PropertyNames, s.Items2020, s.Contains, s.UnevaluatedProperties, s.UnevaluatedItems, s.ContentSchema)
+		for _, k := range sortedKeys(s.Properties) {
+			next = append(next, s.Properties[k])
+		}
+		patterns := make([]string, 0, len(s.PatternProperties))
+		byPattern := map[string]*jsonschema.Schema{}
+		for re, p := range s.PatternProperties {
+			patterns = append(patterns, re.String())
+			byPattern[re.String()] = p
+		}
+		sort.Strings(patterns)
+		for _, re := range patterns {
+			next = append(next, byPattern[re])
+		}
+		if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+			next = append(next, ap)
+		}
+		if ai, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+			next = append(next, ai)
+		}
+		switch it := s.Items.(type) {
+		case *jsonschema.Schema:
+			next = append(next, it)
+		case []*jsonschema.Schema:
+			next = append(next, it...)
+		}
+		next = append(next, s.PrefixItems...)
+		for _, c := range next {
+			if c != nil && !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // refVisit is a (schema, allowed) pair already walked by refWalker.
@@ -245,7 +408,7 @@ func (w *refWalker) walk(s *jsonschema.Schema, allowed bool) error {
 		return nil
 	}
 	w.seen[refVisit{s, allowed}] = true
-	if s.Format == FormatRef {
+	if isRef(s) {
 		if !allowed {
 			return refPlacementError(schemaLocation(s))
 		}
@@ -271,7 +434,10 @@ func (w *refWalker) walk(s *jsonschema.Schema, allowed bool) error {
 		}
 	}
 	closed := []*jsonschema.Schema{s.Not, s.PropertyNames, s.UnevaluatedProperties, s.Contains,
-		s.UnevaluatedItems, s.ContentSchema, s.DynamicRef, s.RecursiveRef}
+		s.UnevaluatedItems, s.ContentSchema, s.RecursiveRef}
+	if s.DynamicRef != nil {
+		closed = append(closed, s.DynamicRef.Ref)
+	}
 	if ai, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
 		closed = append(closed, ai)
 	}
@@ -297,13 +463,12 @@ func (w *refWalker) walk(s *jsonschema.Schema, allowed bool) error {
 	return nil
 }
 
-func schemaLocation(s *jsonschema.Schema) string {
-	_, frag, _ := strings.Cut(s.Location, "#")
-	if frag == "" {
-		return "/"
-	}
-	return frag
-}
+// isRef reports whether a schema says "format": "cas_ref".
+func isRef(s *jsonschema.Schema) bool { return s.Format != nil && s.Format.Name == FormatRef }
+
+// schemaLocation is a compiled schema's JSON pointer in the schema
+// document ("/" for the document itself).
+func schemaLocation(s *jsonschema.Schema) string { return pointerOrRoot(urlFragment(s.Location)) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -339,7 +504,8 @@ func (s *Schema) Validate(payload any) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	out := &ValidationError{}
-	collectViolations(ve, payload, s.emptyEnums, &out.Violations)
+	collectViolations(ve, payload, "", "", &out.Violations)
+	sortViolations(out.Violations)
 	return out
 }
 
@@ -388,29 +554,69 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // collectViolations flattens the validator's tree into its leaves, the
-// most specific reasons, without repeating one.
-func collectViolations(ve *jsonschema.ValidationError, payload any, emptyEnums map[string]bool, out *[]Violation) {
-	if len(ve.Causes) == 0 {
-		v := Violation{Path: ve.InstanceLocation, SchemaPath: ve.KeywordLocation, Message: ve.Message}
-		if _, abs, _ := strings.Cut(ve.AbsoluteKeywordLocation, "#"); emptyEnums[abs] || abs == "" && emptyEnums["/"] {
-			v.Message = "the enum is empty: no value is allowed"
-			v.SchemaPath += "/enum"
+// most specific reasons, without repeating one. A violation's schema path
+// is its keyword location: the way evaluation took through the schema,
+// "$ref"s included, as in the draft's output formats. base and kw are the
+// parent's schema URL and keyword location ("" at the root).
+func collectViolations(ve *jsonschema.ValidationError, payload any, base, kw string, out *[]Violation) {
+	ref, isRefKind := ve.ErrorKind.(*kind.Reference)
+	if base != "" {
+		if rest, ok := strings.CutPrefix(ve.SchemaURL, base); ok {
+			kw += urlFragment("#" + strings.TrimPrefix(rest, "#"))
 		}
-		if v.SchemaPath == "" {
-			v.SchemaPath = "/"
+		if isRefKind {
+			kw += pointer(ref.KeywordPath())
 		}
-		v.Value, _ = jsonpointer.Lookup(payload, ve.InstanceLocation)
-		for _, o := range *out {
-			if o.Path == v.Path && o.SchemaPath == v.SchemaPath && o.Message == v.Message {
-				return
-			}
+	}
+	base = ve.SchemaURL
+	if isRefKind {
+		base = ref.URL
+	}
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			collectViolations(c, payload, base, kw, out)
 		}
-		*out = append(*out, v)
 		return
 	}
-	for _, c := range ve.Causes {
-		collectViolations(c, payload, emptyEnums, out)
+	if !isRefKind {
+		kw += pointer(ve.ErrorKind.KeywordPath())
 	}
+	path := pointer(ve.InstanceLocation)
+	v := Violation{Path: path, SchemaPath: pointerOrRoot(kw), Message: ve.ErrorKind.LocalizedString(printer)}
+	if e, ok := ve.ErrorKind.(*kind.Enum); ok && len(e.Want) == 0 {
+		v.Message = "the enum is empty: no value is allowed"
+	}
+	v.Value, _ = jsonpointer.Lookup(payload, path)
+	for _, o := range *out {
+		if o.Path == v.Path && o.SchemaPath == v.SchemaPath && o.Message == v.Message {
+			return
+		}
+	}
+	*out = append(*out, v)
+}
+
+// sortViolations orders violations by payload path (as edges are), then
+// schema path and message: the validator visits an object's members in
+// map order, and one payload must always get the same message.
+func sortViolations(vs []Violation) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		if c := comparePointers(vs[i].Path, vs[j].Path); c != 0 {
+			return c < 0
+		}
+		if vs[i].SchemaPath != vs[j].SchemaPath {
+			return vs[i].SchemaPath < vs[j].SchemaPath
+		}
+		return vs[i].Message < vs[j].Message
+	})
+}
+
+// pointer joins tokens into a JSON pointer.
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/" + escapePointer(t))
+	}
+	return b.String()
 }
 
 func escapePointer(s string) string {
@@ -504,7 +710,7 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 		return
 	}
 	w.seen[edgeVisit{s, path}] = true
-	if s.Format == FormatRef {
+	if isRef(s) {
 		if str, ok := v.(string); ok {
 			if h, err := ParseCanonicalHash(str); err == nil {
 				*w.out = append(*w.out, Edge{Hash: h, Path: path})
@@ -570,7 +776,7 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 	}
 }
 
-func matchPattern(re *regexp.Regexp, s string) bool { return re.MatchString(s) }
+func matchPattern(re jsonschema.Regexp, s string) bool { return re.MatchString(s) }
 
 // edgeHolders returns the schemas reachable from root through which the
 // edge walker can reach a "format": "cas_ref": those with the format, and
@@ -584,7 +790,7 @@ func edgeHolders(root *jsonschema.Schema) map[*jsonschema.Schema]bool {
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if s.Format == FormatRef {
+		if isRef(s) {
 			queue = append(queue, s)
 		}
 		for _, c := range edgeChildren(s) {

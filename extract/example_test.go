@@ -41,12 +41,12 @@ func ExampleExtract() {
 	// Output:
 	// map[comments:Add a test. status:rejected] via frontmatter; body "The parser misses empty input.\n"
 	// suspend: true, reason: Which license?
-	// extract: the frontmatter does not match the role schema: at /status: unknown status "lgtm": the allowed statuses are "approved", "rejected" (value "lgtm"; schema /properties/status); at /: missing properties: 'comments' (value {"status":"lgtm"}; schema /required)
+	// extract: the frontmatter does not match the role schema: at /status: unknown status "lgtm": the allowed statuses are "approved", "rejected" (value "lgtm"; schema /properties/status); at /: missing property 'comments' (value {"status":"lgtm"}; schema /required)
 	// Your previous answer could not be used: the frontmatter does not match the role schema.
 	//
 	// Problems:
 	// - `status`: unknown status "lgtm": the allowed statuses are "approved", "rejected" (you wrote "lgtm")
-	// - the frontmatter: missing properties: 'comments'
+	// - the frontmatter: missing property 'comments'
 	//
 	// Answer again, starting with a frontmatter block: a line `---`, the fields as YAML (see the output format above), a line `---`, then your notes in markdown. Begin with the `---` line itself, not with a code fence.
 }

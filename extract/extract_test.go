@@ -186,28 +186,28 @@ func TestExtractErrors(t *testing.T) {
 		{name: "every violation is named", schema: closedYAML, raw: "---\nstatus: done\nsteps: []\neffort: 9\nextra: 1\n---\n",
 			want: extract.ErrInvalidOutput,
 			wantViol: []string{
-				": additionalProperties 'extra' not allowed",
-				"/effort: must be <= 5 but found 9",
-				"/steps: minimum 1 items required, but found 0 items",
+				": additional properties 'extra' not allowed",
+				"/effort: maximum: got 9, want 5",
+				"/steps: minItems: got 0, want 1",
 			}},
 		{name: "unknown status and a missing field", schema: closedYAML, raw: "---\nstatus: finished\nsteps: [a]\n---\n",
 			want: extract.ErrInvalidOutput,
 			wantViol: []string{
 				`/status: unknown status "finished": the allowed statuses are "done"`,
-				": missing properties: 'effort'",
+				": missing property 'effort'",
 			}},
 		{name: "a status that is not a string", schema: reviewerYAML, raw: "---\nstatus: true\ncomments: ok\n---\n",
-			want: extract.ErrInvalidOutput, wantViol: []string{`/status: value must be one of "approved", "rejected"`}},
+			want: extract.ErrInvalidOutput, wantViol: []string{`/status: value must be one of 'approved', 'rejected'`}},
 		{name: "oneOf: only the variant of the status speaks", schema: oneOfYAML, raw: "---\nstatus: rejected\ncomments: ''\n---\n",
 			want: extract.ErrInvalidOutput,
 			wantViol: []string{
-				": missing properties: 'severity'",
-				"/comments: length must be >= 1, but got 0",
+				": missing property 'severity'",
+				"/comments: minLength: got 0, want 1",
 			}},
 		{name: "oneOf: unknown status", schema: oneOfYAML, raw: "---\nstatus: meh\n---\n",
 			want: extract.ErrInvalidOutput, wantViol: []string{`/status: unknown status "meh": the allowed statuses are "approved", "rejected"`}},
 		{name: "empty frontmatter against a schema", schema: reviewerYAML, raw: "---\n---\n",
-			want: extract.ErrInvalidOutput, wantViol: []string{": missing properties: 'status', 'comments'"}},
+			want: extract.ErrInvalidOutput, wantViol: []string{": missing properties 'status', 'comments'"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -301,7 +301,7 @@ func TestAgentFailures(t *testing.T) {
 	golden(t, "agent-failures.txt", e.masked(tr.b.String()))
 	// A retry's prompt carries the correction.
 	b, err := os.ReadFile(filepath.Join(e.dir, "prompt-1.txt"))
-	if err != nil || !strings.Contains(string(b), "\n## Correction\n") || !strings.Contains(string(b), "- `steps`: expected array, but got number (you wrote 0)") {
+	if err != nil || !strings.Contains(string(b), "\n## Correction\n") || !strings.Contains(string(b), "- `steps`: got number, want array (you wrote 0)") {
 		t.Errorf("the retry's prompt (%v):\n%s\nwant a correction naming steps", err, b)
 	}
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {

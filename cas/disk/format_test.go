@@ -53,6 +53,15 @@ func TestCreateExisting(t *testing.T) {
 	if _, err := disk.Create(empty, nil); err != nil {
 		t.Fatalf("Create in an empty folder: %v", err)
 	}
+	// So is one holding only the lock files a racing creator's first
+	// writer made (it published FORMAT after this Create checked for it).
+	locked := t.TempDir()
+	for _, name := range []string{"lock", "lock.gate", "gc.lock"} {
+		os.WriteFile(filepath.Join(locked, name), nil, 0o644)
+	}
+	if _, err := disk.Create(locked, nil); err != nil {
+		t.Fatalf("Create in a folder holding only lock files: %v", err)
+	}
 }
 
 func TestOpenMissing(t *testing.T) {

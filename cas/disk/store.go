@@ -74,7 +74,7 @@ const (
 )
 
 // storeNames are the names a store folder may hold.
-var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gcLockFile}
+var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile}
 
 // Create makes a new store in dir, creating dir if needed. It fails with an
 // error wrapping [fs.ErrExist] if a store exists there, and refuses a folder

@@ -882,16 +882,14 @@ func (r *Repo) createImported(ctx context.Context, name string, want Hash, entri
 	return r.refs.CompareAndSwap(ctx, name, cur, want, "import")
 }
 
-// newestEntry returns the entry a log's order puts last (stable by time),
-// or nil for an empty log.
+// newestEntry returns the entry that [MergeLog] puts last when entries
+// are imported into an empty log, or nil for an empty log.
 func newestEntry(entries []LogEntry) *LogEntry {
-	var newest *LogEntry
-	for i := range entries {
-		if newest == nil || entries[i].Time >= newest.Time {
-			newest = &entries[i]
-		}
+	if len(entries) == 0 {
+		return nil
 	}
-	return newest
+	merged := MergeLog(nil, entries, func(e LogEntry) LogEntry { return e }, 0)
+	return &merged[len(merged)-1]
 }
 
 // Kinds of tar entries.

@@ -2,7 +2,6 @@ package disk
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -428,9 +427,9 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 }
 
 // ImportLog adds entries to name's log as [cas.Refs] specifies: as they are
-// (times and messages kept), skipping entries already present, merged in
-// time order (existing entries keep their order and come first among equal
-// times). If the ref does not exist and the merged log's newest entry has a
+// (times and messages kept), skipping entries already present, merged by
+// [cas.MergeLog]; the lines of names that differ from name only in case
+// stay, in their order, before name's. If the ref does not exist and the merged log's newest entry has a
 // non-zero New, the ref is created at that value with no new entry; a name
 // that clashes with an existing ref then fails with a *[cas.ConflictError]
 // and nothing changes. An existing ref is never moved. Imported lines are
@@ -467,31 +466,25 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err != nil {
 		return err
 	}
-	var added []logLine
-	for _, e := range entries {
-		l := logLine{Old: e.Old, New: e.New, Time: e.Time, Message: e.Message, Name: name, Import: true}
-		if slices.ContainsFunc(lines, l.same) || slices.ContainsFunc(added, l.same) {
-			continue
-		}
-		added = append(added, l)
-	}
-	slices.SortStableFunc(added, func(a, b logLine) int { return cmp.Compare(a.Time, b.Time) })
-	merged := make([]logLine, 0, len(lines)+len(added))
-	i := 0
+	// This name's lines are merged; those of names differing from it in
+	// case (deleted or missing refs) stay, in their order, before them.
+	var others, mine []logLine
 	for _, l := range lines {
-		for i < len(added) && added[i].Time < l.Time {
-			merged = append(merged, added[i])
-			i++
+		if l.Name == name {
+			mine = append(mine, l)
+		} else {
+			others = append(others, l)
 		}
-		merged = append(merged, l)
 	}
-	merged = append(merged, added[i:]...)
-
+	imported := make([]logLine, len(entries))
+	for i, e := range entries {
+		imported[i] = logLine{Old: e.Old, New: e.New, Time: e.Time, Message: e.Message, Name: name, Import: true}
+	}
+	merged := cas.MergeLog(mine, imported, logLine.entry, cur.value(name))
+	added := len(merged) - len(mine)
 	var newest *logLine
-	for k := range merged {
-		if merged[k].Name == name {
-			newest = &merged[k]
-		}
+	if len(merged) > 0 {
+		newest = &merged[len(merged)-1]
 	}
 	create := cur.value(name).IsZero() && newest != nil && !newest.New.IsZero()
 	if create {
@@ -503,8 +496,8 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 			return &cas.ConflictError{Name: name, Clash: clash}
 		}
 	}
-	if len(merged) > 0 && (len(added) > 0 || dirty) {
-		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(merged), r.s.durable); err != nil {
+	if len(merged) > 0 && (added > 0 || dirty) {
+		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(slices.Concat(others, merged)), r.s.durable); err != nil {
 			return fmt.Errorf("disk: import ref log %s: %w", name, err)
 		}
 	}

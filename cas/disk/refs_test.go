@@ -492,7 +492,9 @@ func TestImportLog(t *testing.T) {
 	if got := mustLog(t, r, "imported/x"); !reflect.DeepEqual(got, hist) {
 		t.Fatalf("Log after re-import = %+v", got)
 	}
-	// Merge in time order; equal times keep existing entries first.
+	// Merged by cas.MergeLog: a detour back to the ref's value goes at the
+	// end, a creation linking to the first entry before it, and an entry
+	// that would move the live ref links nowhere: before its creation.
 	more := []cas.LogEntry{
 		{Old: b, New: c, Time: 300, Message: "later"},
 		{Old: b, New: b, Time: 200, Message: "same time"},
@@ -505,10 +507,10 @@ func TestImportLog(t *testing.T) {
 	for _, e := range mustLog(t, r, "imported/x") {
 		msgs = append(msgs, e.Message)
 	}
-	if want := []string{"earliest", "create", "move", "same time", "later"}; !slices.Equal(msgs, want) {
+	if want := []string{"earliest", "later", "create", "move", "same time"}; !slices.Equal(msgs, want) {
 		t.Fatalf("merged log = %q, want %q", msgs, want)
 	}
-	// An existing ref is never moved, and its newest imported entry is not
+	// An existing ref is never moved, and its imported entries are not
 	// mistaken for an uncommitted intent.
 	if h, _ := r.Get(ctx, "imported/x"); h != b {
 		t.Fatalf("ImportLog moved an existing ref to %s", h)

@@ -857,7 +857,8 @@ func (r *Repo) importRef(ctx context.Context, rep *ImportReport, o *ImportOption
 // createImported creates ref name at want (which is stored) with its log:
 // under the store-wide shared lock it refreshes want's age and imports the
 // log; if the merged log leaves the ref elsewhere (no log in the tar, or
-// the store's own log of that name ends later) it moves it, logged.
+// [MergeLog] puts the store's own entries of that name last) it moves it,
+// logged.
 func (r *Repo) createImported(ctx context.Context, name string, want Hash, entries []LogEntry) error {
 	unlock, err := r.st.Lock(ctx, false)
 	if err != nil {

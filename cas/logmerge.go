@@ -1,6 +1,9 @@
 package cas
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // MergeLog merges imported entries into a ref's log, existing (oldest
 // first), as every backend's [Refs.ImportLog] does; cur is the ref's value,
@@ -30,31 +33,39 @@ import "slices"
 // its start if it has none, so they never change what the newest entry
 // says.
 func MergeLog[T any](existing, imported []T, entry func(T) LogEntry, cur Hash) []T {
+	m := &logMerger{cur: cur, head: -1, tail: -1, newAt: map[Hash][]int{}, oldAt: map[Hash][]int{}}
 	seen := make(map[LogEntry]bool, len(existing)+len(imported))
-	for _, x := range existing {
-		seen[entry(x)] = true
+	for i, x := range existing {
+		e := entry(x)
+		seen[e] = true
+		m.insertAfter(m.tail, []LogEntry{e}, []int{i})
 	}
-	var runs [][]T
-	for _, x := range imported {
+	type run struct {
+		entries []LogEntry
+		srcs    []int
+	}
+	var runs []run
+	for i, x := range imported {
 		e := entry(x)
 		if seen[e] {
 			continue
 		}
 		seen[e] = true
-		if n := len(runs); n > 0 && entry(runs[n-1][len(runs[n-1])-1]).New == e.Old {
-			runs[n-1] = append(runs[n-1], x)
+		src := len(existing) + i
+		if n := len(runs); n > 0 && runs[n-1].entries[len(runs[n-1].entries)-1].New == e.Old {
+			runs[n-1].entries = append(runs[n-1].entries, e)
+			runs[n-1].srcs = append(runs[n-1].srcs, src)
 			continue
 		}
-		runs = append(runs, []T{x})
+		runs = append(runs, run{[]LogEntry{e}, []int{src}})
 	}
-	log := slices.Clone(existing)
 	for len(runs) > 0 {
-		var unplaced [][]T
-		for _, run := range runs {
-			if g, ok := bestGap(log, run, entry, cur); ok {
-				log = slices.Insert(log, g, run...)
+		var unplaced []run
+		for _, r := range runs {
+			if p, ok := m.bestGap(r.entries[0], r.entries[len(r.entries)-1]); ok {
+				m.insertAfter(p, r.entries, r.srcs)
 			} else {
-				unplaced = append(unplaced, run)
+				unplaced = append(unplaced, r)
 			}
 		}
 		if len(unplaced) == len(runs) {
@@ -62,54 +73,139 @@ func MergeLog[T any](existing, imported []T, entry func(T) LogEntry, cur Hash) [
 		}
 		runs = unplaced
 	}
-	if len(runs) == 0 {
-		return log
-	}
-	slices.SortStableFunc(runs, func(a, b []T) int {
-		ta, tb := entry(a[0]).Time, entry(b[0]).Time
-		switch {
-		case ta < tb:
-			return -1
-		case ta > tb:
-			return 1
+	if len(runs) > 0 {
+		slices.SortStableFunc(runs, func(a, b run) int { return cmp.Compare(a.entries[0].Time, b.entries[0].Time) })
+		p := -1 // before the last creation entry, or at the start
+		for n := m.tail; n >= 0; n = m.nodes[n].prev {
+			if m.nodes[n].e.Old.IsZero() {
+				p = m.nodes[n].prev
+				break
+			}
 		}
-		return 0
-	})
-	at := 0
-	for i := len(log) - 1; i >= 0; i-- {
-		if entry(log[i]).Old.IsZero() {
-			at = i
-			break
+		var entries []LogEntry
+		var srcs []int
+		for _, r := range runs {
+			entries = append(entries, r.entries...)
+			srcs = append(srcs, r.srcs...)
+		}
+		m.insertAfter(p, entries, srcs)
+	}
+	out := make([]T, 0, len(m.nodes))
+	for n := m.head; n >= 0; n = m.nodes[n].next {
+		if src := m.nodes[n].src; src < len(existing) {
+			out = append(out, existing[src])
+		} else {
+			out = append(out, imported[src-len(existing)])
 		}
 	}
-	return slices.Insert(log, at, slices.Concat(runs...)...)
+	return out
 }
 
-// bestGap returns the gap of log (0 before its first element, len(log)
-// after its last) that run links to best, as [MergeLog] says, and whether
-// it links anywhere.
-func bestGap[T any](log, run []T, entry func(T) LogEntry, cur Hash) (int, bool) {
-	first, last := entry(run[0]), entry(run[len(run)-1])
-	best, score := -1, 0
-	for g := 0; g <= len(log); g++ {
-		var head, tail bool
-		open := g == 0 || g == len(log)
-		if g == 0 {
-			head = first.Old.IsZero()
+// logMerger is the log [MergeLog] builds: a linked list of entries, with
+// labels that grow along it (to compare positions) and the entries indexed
+// by their Old and New (to find where a run links without a scan).
+type logMerger struct {
+	cur          Hash
+	nodes        []mergeNode
+	head, tail   int // -1: empty
+	newAt, oldAt map[Hash][]int
+}
+
+type mergeNode struct {
+	e          LogEntry
+	src        int // the element's index in existing, then imported
+	prev, next int // -1: none
+	label      uint64
+}
+
+// labelGap is the distance between labels after a relabelling.
+const labelGap = 1 << 32
+
+// insertAfter links entries (from srcs) in after node p (-1: at the start).
+func (m *logMerger) insertAfter(p int, entries []LogEntry, srcs []int) {
+	next := m.head
+	if p >= 0 {
+		next = m.nodes[p].next
+	}
+	lo, step := m.span(p, next, len(entries))
+	if step == 0 {
+		m.relabel()
+		lo, step = m.span(p, next, len(entries))
+	}
+	prev := p
+	for i, e := range entries {
+		n := len(m.nodes)
+		m.nodes = append(m.nodes, mergeNode{e: e, src: srcs[i], prev: prev, next: next, label: lo + uint64(i+1)*step})
+		if prev >= 0 {
+			m.nodes[prev].next = n
 		} else {
-			head = entry(log[g-1]).New == first.Old
+			m.head = n
 		}
+		m.newAt[e.New] = append(m.newAt[e.New], n)
+		m.oldAt[e.Old] = append(m.oldAt[e.Old], n)
+		prev = n
+	}
+	if next >= 0 {
+		m.nodes[next].prev = prev
+	} else {
+		m.tail = prev
+	}
+}
+
+// span returns the label before the gap after p (before next) and the
+// step that fits k labels strictly between it and next's (0 if they do
+// not fit).
+func (m *logMerger) span(p, next, k int) (lo, step uint64) {
+	if p >= 0 {
+		lo = m.nodes[p].label
+	}
+	if next < 0 {
+		return lo, labelGap
+	}
+	return lo, (m.nodes[next].label - lo) / uint64(k+1)
+}
+
+// relabel spaces the labels evenly along the list.
+func (m *logMerger) relabel() {
+	l := uint64(0)
+	for n := m.head; n >= 0; n = m.nodes[n].next {
+		l += labelGap
+		m.nodes[n].label = l
+	}
+}
+
+// bestGap returns the node after which a run from first to last goes (-1:
+// the start), as [MergeLog] says, and whether it links anywhere.
+func (m *logMerger) bestGap(first, last LogEntry) (int, bool) {
+	cands := []int{-1, m.tail}
+	cands = append(cands, m.newAt[first.Old]...)
+	for _, n := range m.oldAt[last.New] {
+		cands = append(cands, m.nodes[n].prev)
+	}
+	score, firstAt, fitAt := 0, -1, -1
+	var firstLabel, fitLabel uint64
+	for _, p := range cands {
+		next, label := m.head, uint64(0)
+		var head bool
+		if p >= 0 {
+			next, label = m.nodes[p].next, m.nodes[p].label
+			head = m.nodes[p].e.New == first.Old
+		} else {
+			head = first.Old.IsZero()
+		}
+		var tail bool
+		open := p < 0 || next < 0
 		switch {
-		case g < len(log):
-			tail = entry(log[g]).Old == last.New
-			open = open || g > 0 && entry(log[g-1]).New != entry(log[g]).Old
-		case !cur.IsZero():
-			tail = last.New == cur
+		case next >= 0:
+			tail = m.nodes[next].e.Old == last.New
+			open = open || m.nodes[p].e.New != m.nodes[next].e.Old
+		case !m.cur.IsZero():
+			tail = last.New == m.cur
 			if !tail {
 				continue // it would move a live ref
 			}
 		default:
-			tail = len(log) == 0 || !entry(log[len(log)-1]).New.IsZero()
+			tail = m.tail < 0 || !m.nodes[m.tail].e.New.IsZero()
 		}
 		s := 0
 		if head {
@@ -118,16 +214,24 @@ func bestGap[T any](log, run []T, entry func(T) LogEntry, cur Hash) (int, bool) 
 		if tail {
 			s++
 		}
-		if s == 0 || !open && s < 2 {
+		if s == 0 || !open && s < 2 || s < score {
 			continue
 		}
-		fits := g == 0 || entry(log[g-1]).Time <= first.Time
-		switch {
-		case s > score:
-			best, score = g, s
-		case s == score && fits:
-			best = g
+		if s > score {
+			score, firstAt, fitAt = s, p, -2
+			firstLabel = label
+		} else if label < firstLabel {
+			firstAt, firstLabel = p, label
+		}
+		if (p < 0 || m.nodes[p].e.Time <= first.Time) && (fitAt == -2 || label > fitLabel) {
+			fitAt, fitLabel = p, label
 		}
 	}
-	return best, best >= 0
+	switch {
+	case score == 0:
+		return 0, false
+	case fitAt != -2:
+		return fitAt, true
+	}
+	return firstAt, true
 }

@@ -34,10 +34,6 @@ func (l logLine) entry() cas.LogEntry {
 	return cas.LogEntry{Old: l.Old, New: l.New, Time: l.Time, Message: l.Message}
 }
 
-func (l logLine) same(e logLine) bool {
-	return l.Old == e.Old && l.New == e.New && l.Time == e.Time && l.Message == e.Message && l.Name == e.Name
-}
-
 // isIntent reports whether l, the last complete line of a log, is an
 // uncommitted intent: a move or delete appended before a crash kept it
 // from being applied to the ref file, which still holds cur, its old
@@ -426,10 +422,34 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 	return removed, nil
 }
 
+// interleave returns the lines of a log file with name's lines replaced by
+// merged, which holds them in their order: every existing line keeps its
+// place among the other names' lines (so the file's last line stays what
+// it was, or becomes an imported one, never taken for an intent), the
+// imported lines go beside their neighbours in merged, and those after
+// name's last line go at the end.
+func interleave(lines, merged []logLine, name string) []logLine {
+	out := make([]logLine, 0, len(lines)+len(merged))
+	i := 0
+	for _, l := range lines {
+		if l.Name != name {
+			out = append(out, l)
+			continue
+		}
+		for merged[i] != l { // a new line never equals an existing one
+			out = append(out, merged[i])
+			i++
+		}
+		out = append(out, merged[i])
+		i++
+	}
+	return append(out, merged[i:]...)
+}
+
 // ImportLog adds entries to name's log as [cas.Refs] specifies: as they are
 // (times and messages kept), skipping entries already present, merged by
 // [cas.MergeLog]; the lines of names that differ from name only in case
-// stay, in their order, before name's. If the ref does not exist and the merged log's newest entry has a
+// keep their places (see interleave). If the ref does not exist and the merged log's newest entry has a
 // non-zero New, the ref is created at that value with no new entry; a name
 // that clashes with an existing ref then fails with a *[cas.ConflictError]
 // and nothing changes. An existing ref is never moved. Imported lines are
@@ -466,14 +486,10 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err != nil {
 		return err
 	}
-	// This name's lines are merged; those of names differing from it in
-	// case (deleted or missing refs) stay, in their order, before them.
-	var others, mine []logLine
+	var mine []logLine
 	for _, l := range lines {
 		if l.Name == name {
 			mine = append(mine, l)
-		} else {
-			others = append(others, l)
 		}
 	}
 	imported := make([]logLine, len(entries))
@@ -497,7 +513,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		}
 	}
 	if len(merged) > 0 && (added > 0 || dirty) {
-		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(slices.Concat(others, merged)), r.s.durable); err != nil {
+		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(interleave(lines, merged, name)), r.s.durable); err != nil {
 			return fmt.Errorf("disk: import ref log %s: %w", name, err)
 		}
 	}

@@ -653,3 +653,35 @@ func TestRefLogNamesLikeLogFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestImportLogSharedFile imports into a log file that also holds the lines
+// of a name differing only in case: every line keeps its place, so the
+// file's last line is still the live ref's, and no line of the deleted
+// name is taken for an uncommitted intent of the live one.
+func TestImportLogSharedFile(t *testing.T) {
+	s := newStore(t, nil)
+	r := s.Refs()
+	ctx := t.Context()
+	a := hashOf("a")
+	mustCAS(t, r, "foo", 0, a, "create")
+	mustCAS(t, r, "foo", a, 0, "delete")
+	mustCAS(t, r, "Foo", 0, a, "create in other case")
+	foo, Foo := mustLog(t, r, "foo"), mustLog(t, r, "Foo")
+	stray := cas.LogEntry{Old: hashOf("x"), New: hashOf("y"), Time: 1, Message: "stray"}
+	if err := r.ImportLog(ctx, "foo", []cas.LogEntry{stray}); err != nil {
+		t.Fatal(err)
+	}
+	// The stray links nowhere: before foo's (last) creation.
+	if got, want := mustLog(t, r, "foo"), []cas.LogEntry{stray, foo[0], foo[1]}; !slices.Equal(got, want) {
+		t.Errorf("Log(foo) = %v, want %v", got, want)
+	}
+	if got := mustLog(t, r, "Foo"); !slices.Equal(got, Foo) {
+		t.Errorf("Log(Foo) = %v, want %v", got, Foo)
+	}
+	if h, err := r.Get(ctx, "Foo"); err != nil || h != a {
+		t.Errorf("Get(Foo) = %v, %v; want %v", h, err, a)
+	}
+	if _, err := r.Get(ctx, "foo"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("Get(foo) error = %v, want not found", err)
+	}
+}

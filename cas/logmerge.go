@@ -118,8 +118,12 @@ type mergeNode struct {
 	label      uint64
 }
 
-// labelGap is the distance between labels after a relabelling.
-const labelGap = 1 << 32
+// Labels start at labelBase, labelGap apart, so that a log grows both
+// ways without relabelling.
+const (
+	labelBase = 1 << 62
+	labelGap  = 1 << 32
+)
 
 // insertAfter links entries (from srcs) in after node p (-1: at the start).
 func (m *logMerger) insertAfter(p int, entries []LogEntry, srcs []int) {
@@ -127,15 +131,15 @@ func (m *logMerger) insertAfter(p int, entries []LogEntry, srcs []int) {
 	if p >= 0 {
 		next = m.nodes[p].next
 	}
-	lo, step := m.span(p, next, len(entries))
+	base, step := m.span(p, next, len(entries))
 	if step == 0 {
 		m.relabel()
-		lo, step = m.span(p, next, len(entries))
+		base, step = m.span(p, next, len(entries))
 	}
 	prev := p
 	for i, e := range entries {
 		n := len(m.nodes)
-		m.nodes = append(m.nodes, mergeNode{e: e, src: srcs[i], prev: prev, next: next, label: lo + uint64(i+1)*step})
+		m.nodes = append(m.nodes, mergeNode{e: e, src: srcs[i], prev: prev, next: next, label: base + uint64(i+1)*step})
 		if prev >= 0 {
 			m.nodes[prev].next = n
 		} else {
@@ -152,22 +156,27 @@ func (m *logMerger) insertAfter(p int, entries []LogEntry, srcs []int) {
 	}
 }
 
-// span returns the label before the gap after p (before next) and the
-// step that fits k labels strictly between it and next's (0 if they do
-// not fit).
-func (m *logMerger) span(p, next, k int) (lo, step uint64) {
-	if p >= 0 {
-		lo = m.nodes[p].label
+// span returns base and step such that k labels base + i*step (i from 1
+// to k) fit strictly between p's label and next's, in the gap after p
+// (step 0 if they do not fit).
+func (m *logMerger) span(p, next, k int) (base, step uint64) {
+	width := uint64(k+1) * labelGap
+	switch {
+	case p < 0 && next < 0:
+		return labelBase, labelGap
+	case next < 0:
+		return m.nodes[p].label, labelGap
+	case p < 0 && m.nodes[next].label > width:
+		return m.nodes[next].label - width, labelGap
+	case p < 0:
+		return 0, m.nodes[next].label / uint64(k+1)
 	}
-	if next < 0 {
-		return lo, labelGap
-	}
-	return lo, (m.nodes[next].label - lo) / uint64(k+1)
+	return m.nodes[p].label, (m.nodes[next].label - m.nodes[p].label) / uint64(k+1)
 }
 
 // relabel spaces the labels evenly along the list.
 func (m *logMerger) relabel() {
-	l := uint64(0)
+	l := uint64(labelBase)
 	for n := m.head; n >= 0; n = m.nodes[n].next {
 		l += labelGap
 		m.nodes[n].label = l

@@ -609,11 +609,10 @@ func (r *MemRefs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	return removed, nil
 }
 
-// ImportLog merges entries into ref name's log, as [Refs] specifies:
-// entries already present (or repeated) are skipped, the log is kept in
-// stable time order, and an absent ref is created at the merged log's newest
-// New if that is non-zero. If creating the ref would clash with a live ref
-// the error is a *[ConflictError] naming it, and nothing changes. An empty
+// ImportLog merges entries into ref name's log with [MergeLog], as [Refs]
+// specifies, and creates an absent ref at the merged log's newest New if
+// that is non-zero. If creating the ref would clash with a live ref the
+// error is a *[ConflictError] naming it, and nothing changes. An empty
 // import changes nothing.
 func (r *MemRefs) ImportLog(ctx context.Context, name string, entries []LogEntry) error {
 	if err := ValidateRefName(name); err != nil {
@@ -622,33 +621,14 @@ func (r *MemRefs) ImportLog(ctx context.Context, name string, entries []LogEntry
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	log := slices.Clone(r.logs[name])
-	seen := make(map[LogEntry]bool, len(log)+len(entries))
-	for _, e := range log {
-		seen[e] = true
-	}
-	for _, e := range entries {
-		if !seen[e] {
-			seen[e] = true
-			log = append(log, e)
-		}
-	}
-	if len(log) == 0 {
+	if len(entries) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(log, func(a, b LogEntry) int {
-		switch {
-		case a.Time < b.Time:
-			return -1
-		case a.Time > b.Time:
-			return 1
-		}
-		return 0
-	})
-	newest := log[len(log)-1].New
-	if _, live := r.refs[name]; !live && !newest.IsZero() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur, live := r.refs[name]
+	log := MergeLog(r.logs[name], entries, func(e LogEntry) LogEntry { return e }, cur)
+	if newest := log[len(log)-1].New; !live && !newest.IsZero() {
 		if clash := r.clashLocked(name); clash != "" {
 			return &ConflictError{Name: name, Clash: clash}
 		}

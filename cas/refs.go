@@ -85,12 +85,14 @@ type Refs interface {
 	PruneLog(ctx context.Context, before time.Time) (int, error)
 	// ImportLog adds entries to name's log as they are (times and messages
 	// kept), skipping any entry already present (same old, new, time and
-	// message), and keeps the log in time order (entries with equal times
-	// keep their relative order, existing ones first). If the ref does not
-	// exist and the merged log's newest entry has a non-zero New, the ref is
-	// created at that value, with no new log entry: this restores an
-	// exported ref together with its history. An existing ref is never
-	// moved.
+	// message), where [MergeLog] puts them: existing entries keep their
+	// order, imported ones go where they link old-to-new, and those that
+	// link nowhere go before the ref's current creation entry, so a live
+	// ref's newest entry still equals it. If the ref does not exist and the
+	// merged log's newest entry has a non-zero New, the ref is created at
+	// that value, with no new log entry: this restores an exported ref
+	// together with its history. An existing ref is never moved. An empty
+	// import changes nothing.
 	ImportLog(ctx context.Context, name string, entries []LogEntry) error
 }
 

@@ -857,7 +857,8 @@ func (r *Repo) importRef(ctx context.Context, rep *ImportReport, o *ImportOption
 // createImported creates ref name at want (which is stored) with its log:
 // under the store-wide shared lock it refreshes want's age and imports the
 // log; if the merged log leaves the ref elsewhere (no log in the tar, or
-// the store's own log of that name ends later) it moves it, logged.
+// [MergeLog] puts the store's own entries of that name last) it moves it,
+// logged.
 func (r *Repo) createImported(ctx context.Context, name string, want Hash, entries []LogEntry) error {
 	unlock, err := r.st.Lock(ctx, false)
 	if err != nil {
@@ -882,16 +883,14 @@ func (r *Repo) createImported(ctx context.Context, name string, want Hash, entri
 	return r.refs.CompareAndSwap(ctx, name, cur, want, "import")
 }
 
-// newestEntry returns the entry a log's order puts last (stable by time),
-// or nil for an empty log.
+// newestEntry returns the entry that [MergeLog] puts last when entries
+// are imported into an empty log, or nil for an empty log.
 func newestEntry(entries []LogEntry) *LogEntry {
-	var newest *LogEntry
-	for i := range entries {
-		if newest == nil || entries[i].Time >= newest.Time {
-			newest = &entries[i]
-		}
+	if len(entries) == 0 {
+		return nil
 	}
-	return newest
+	merged := MergeLog(nil, entries, func(e LogEntry) LogEntry { return e }, 0)
+	return &merged[len(merged)-1]
 }
 
 // Kinds of tar entries.

@@ -646,3 +646,40 @@ func seedExport(tb testing.TB) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestImportClockSteppedBack imports a ref whose log's times go backwards
+// (the source's clock stepped back): the log is taken in its order, so the
+// tar is accepted and the ref and its log come out as they went in.
+func TestImportClockSteppedBack(t *testing.T) {
+	src := newFixture(t)
+	a, b, c := src.text("a"), src.text("b"), src.text("c")
+	src.setRef("notes/back", a)
+	src.clock.Advance(-time.Hour)
+	if err := src.repo.Refs().CompareAndSwap(src.ctx, "notes/back", a, b, "after a step back"); err != nil {
+		t.Fatal(err)
+	}
+	src.clock.Advance(-time.Hour)
+	if err := src.repo.Refs().CompareAndSwap(src.ctx, "notes/back", b, c, "after another"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := src.repo.Refs().Log(src.ctx, "notes/back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 || want[0].Time <= want[2].Time {
+		t.Fatalf("source log = %v, want three entries going back in time", want)
+	}
+
+	dst := newFixture(t)
+	rep := mustImport(t, dst.repo, export(t, src.repo), nil)
+	if !slices.Contains(rep.Created, "notes/back") {
+		t.Errorf("report = %+v, want notes/back created", rep)
+	}
+	if got, err := dst.repo.Refs().Get(dst.ctx, "notes/back"); err != nil || got != c {
+		t.Errorf("Get(notes/back) = %v, %v; want %v", got, err, c)
+	}
+	if got, err := dst.repo.Refs().Log(dst.ctx, "notes/back"); err != nil || !slices.Equal(got, want) {
+		t.Errorf("Log(notes/back) = %v, %v;\nwant %v", got, err, want)
+	}
+	dst.fsckOK()
+}

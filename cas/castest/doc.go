@@ -72,6 +72,12 @@
 //     created its current incarnation: the last one with a zero Old. For a
 //     deleted ref whose newest entry is not older than before, older
 //     entries are dropped like any others.
+//   - ImportLog merges as [cas.MergeLog] says, whatever the entries'
+//     times: runs of linked entries keep their given order, a run goes
+//     where it links (time picks among equal places), a live ref's log
+//     never gets a run at its end that would move it, and what links
+//     nowhere goes before the current creation entry (cases: clocks that
+//     step back, A->B->A detours, delete and recreate, diverged logs).
 //   - ImportLog de-duplicates within the import too; an empty import
 //     changes nothing (no empty log); an import that would create a ref
 //     whose name clashes with a live one fails with a *[cas.ConflictError]

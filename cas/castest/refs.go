@@ -861,7 +861,7 @@ func testImportLog(t *testing.T, e *refsEnv) {
 			t.Errorf("after a move, Log = %v", log)
 		}
 	})
-	t.Run("dedupes and keeps time order", func(t *testing.T) {
+	t.Run("dedupes, and what links nowhere goes before the creation", func(t *testing.T) {
 		e := e.fresh(t)
 		base := e.nowMilli(t) - 3_600_000
 		e1 := cas.LogEntry{Old: 0, New: a, Time: base, Message: "one"}
@@ -869,15 +869,19 @@ func testImportLog(t *testing.T, e *refsEnv) {
 		e3 := cas.LogEntry{Old: b, New: c, Time: base + 20, Message: "three"}
 		mustImport(t, e.r, "imp/y", e2, e1, e1, e3)
 		wantLog(t, e.r, "imp/y", e1, e2, e3)
+		wantRef(t, e.r, "imp/y", c)
 		e2same := cas.LogEntry{Old: a, New: b, Time: base + 10, Message: "two, again"} // same time, other message
 		e0 := cas.LogEntry{Old: 0, New: d, Time: base - 10, Message: "zero"}
 		tie1 := cas.LogEntry{Old: c, New: a, Time: base + 30, Message: "tie first"}
 		tie2 := cas.LogEntry{Old: a, New: d, Time: base + 30, Message: "tie second"}
 		mustImport(t, e.r, "imp/y", e2same, e3, e0, tie1, tie2)
-		wantLog(t, e.r, "imp/y", e0, e1, e2, e2same, e3, tie1, tie2)
+		// e0 is a creation: it goes first. e2same would break e1 -> e2, and
+		// tie1 -> tie2 would move the ref: they link nowhere, so they go
+		// before the current creation (e1), by time.
+		wantLog(t, e.r, "imp/y", e0, e2same, tie1, tie2, e1, e2, e3)
 		wantRef(t, e.r, "imp/y", c) // created by the first import, never moved
 	})
-	t.Run("many equal times keep their order", func(t *testing.T) {
+	t.Run("a run keeps its order whatever its times", func(t *testing.T) {
 		e := e.fresh(t)
 		base := e.nowMilli(t) - 3_600_000
 		batch := func(tag string) []cas.LogEntry {
@@ -888,13 +892,117 @@ func testImportLog(t *testing.T, e *refsEnv) {
 			return entries
 		}
 		first, second := batch("first"), batch("second")
-		want := slices.Concat(first, second)
-		slices.SortStableFunc(want, func(x, y cas.LogEntry) int { return int(x.Time - y.Time) })
 		mustImport(t, e.r, "imp/stable", first...)
+		wantRef(t, e.r, "imp/stable", hv(40))
+		// The second run ends at the ref's value: it links at the end.
 		mustImport(t, e.r, "imp/stable", second...)
-		if got := mustLog(t, e.r, "imp/stable"); !slices.Equal(got, want) {
-			t.Errorf("Log = %v,\nwant %v\n(time order; equal times in their given order, existing entries first)", changes(got), changes(want))
+		if got, want := mustLog(t, e.r, "imp/stable"), slices.Concat(first, second); !slices.Equal(got, want) {
+			t.Errorf("Log = %v,\nwant %v\n(each run in its given order, the second after the first)", changes(got), changes(want))
 		}
+		wantRef(t, e.r, "imp/stable", hv(40))
+	})
+	t.Run("times that go backwards", func(t *testing.T) {
+		e := e.fresh(t)
+		base := e.nowMilli(t)
+		// A source whose clock stepped back twice.
+		entries := []cas.LogEntry{
+			{Old: 0, New: a, Time: base, Message: "create"},
+			{Old: a, New: b, Time: base - 5000, Message: "after a step back"},
+			{Old: b, New: c, Time: base - 10000, Message: "after another"},
+		}
+		mustImport(t, e.r, "imp/back", entries...)
+		wantLog(t, e.r, "imp/back", entries...)
+		wantRef(t, e.r, "imp/back", c)
+		// Given out of order, the entries still go where they link.
+		mustImport(t, e.r, "imp/shuffled", entries[2], entries[0], entries[1])
+		wantLog(t, e.r, "imp/shuffled", entries...)
+		wantRef(t, e.r, "imp/shuffled", c)
+		// A live ref whose own clock is ahead of the source's: a detour
+		// from and back to its value goes at its end, whatever its times.
+		mustCAS(t, e.r, "imp/live", 0, a, "create")
+		own := mustLog(t, e.r, "imp/live")[0]
+		detour := []cas.LogEntry{{Old: a, New: d, Time: own.Time - 20000, Message: "out"}, {Old: d, New: a, Time: own.Time - 30000, Message: "back"}}
+		mustImport(t, e.r, "imp/live", detour...)
+		wantLog(t, e.r, "imp/live", own, detour[0], detour[1])
+		wantRef(t, e.r, "imp/live", a)
+	})
+	t.Run("A->B->A moves", func(t *testing.T) {
+		e := e.fresh(t)
+		base := e.nowMilli(t) - 3_600_000
+		hist := []cas.LogEntry{
+			{Old: 0, New: a, Time: base, Message: "create"},
+			{Old: a, New: b, Time: base + 10, Message: "to b"},
+			{Old: b, New: a, Time: base + 20, Message: "back to a"},
+			{Old: a, New: b, Time: base + 30, Message: "to b again"},
+			{Old: b, New: a, Time: base + 40, Message: "back again"},
+		}
+		mustImport(t, e.r, "imp/aba", hist...)
+		wantLog(t, e.r, "imp/aba", hist...)
+		wantRef(t, e.r, "imp/aba", a)
+		mustImport(t, e.r, "imp/aba", hist[1:3]...) // already there
+		wantLog(t, e.r, "imp/aba", hist...)
+		// A detour a -> c -> a links wherever the log is at a; its time
+		// picks the place.
+		early := []cas.LogEntry{{Old: a, New: c, Time: base + 5, Message: "early out"}, {Old: c, New: a, Time: base + 6, Message: "early back"}}
+		late := []cas.LogEntry{{Old: a, New: c, Time: base + 50, Message: "late out"}, {Old: c, New: a, Time: base + 60, Message: "late back"}}
+		mid := []cas.LogEntry{{Old: a, New: d, Time: base + 25, Message: "mid out"}, {Old: d, New: a, Time: base + 26, Message: "mid back"}}
+		// (Given together they would be one run: each returns to a.)
+		for _, detour := range [][]cas.LogEntry{late, early, mid} {
+			mustImport(t, e.r, "imp/aba", detour...)
+		}
+		wantLog(t, e.r, "imp/aba", hist[0], early[0], early[1], hist[1], hist[2], mid[0], mid[1], hist[3], hist[4], late[0], late[1])
+		wantRef(t, e.r, "imp/aba", a)
+	})
+	t.Run("delete and recreate", func(t *testing.T) {
+		e := e.fresh(t)
+		base := e.nowMilli(t) - 3_600_000
+		gone := []cas.LogEntry{{Old: 0, New: a, Time: base + 10, Message: "create"}, {Old: a, New: 0, Time: base + 20, Message: "delete"}}
+		mustImport(t, e.r, "imp/again", gone...)
+		wantRef(t, e.r, "imp/again", 0)
+		// A later incarnation, deleted and created once more, follows the
+		// delete and restores the ref.
+		later := []cas.LogEntry{{Old: 0, New: b, Time: base + 30, Message: "recreate"}, {Old: b, New: 0, Time: base + 40, Message: "delete again"}, {Old: 0, New: c, Time: base + 50, Message: "create again"}}
+		mustImport(t, e.r, "imp/again", later...)
+		wantLog(t, e.r, "imp/again", slices.Concat(gone, later)...)
+		wantRef(t, e.r, "imp/again", c)
+		// An earlier incarnation links before every creation; its time
+		// puts it first.
+		earlier := []cas.LogEntry{{Old: 0, New: d, Time: base, Message: "first life"}, {Old: d, New: 0, Time: base + 5, Message: "first death"}}
+		mustImport(t, e.r, "imp/again", earlier...)
+		wantLog(t, e.r, "imp/again", slices.Concat(earlier, gone, later)...)
+		wantRef(t, e.r, "imp/again", c)
+		// Live, a delete from elsewhere cannot go at the end (it would move
+		// the ref): it goes where its new links, before the first creation.
+		mustCAS(t, e.r, "imp/again", c, d, "own move")
+		own := mustLog(t, e.r, "imp/again")[7]
+		wrong := cas.LogEntry{Old: d, New: 0, Time: own.Time + 10, Message: "deleted elsewhere"}
+		mustImport(t, e.r, "imp/again", wrong)
+		wantLog(t, e.r, "imp/again", slices.Concat([]cas.LogEntry{wrong}, earlier, gone, later, []cas.LogEntry{own})...)
+		wantRef(t, e.r, "imp/again", d)
+	})
+	t.Run("logs that diverged", func(t *testing.T) {
+		e := e.fresh(t)
+		base := e.nowMilli(t) - 3_600_000
+		common := cas.LogEntry{Old: 0, New: a, Time: base, Message: "create"}
+		here := []cas.LogEntry{common, {Old: a, New: b, Time: base + 10, Message: "here"}}
+		there := []cas.LogEntry{common, {Old: a, New: c, Time: base + 5, Message: "there"}, {Old: c, New: d, Time: base + 20, Message: "there again"}}
+		// Live here: the other branch goes before the creation, the ref
+		// stays.
+		mustImport(t, e.r, "imp/div", here...)
+		mustImport(t, e.r, "imp/div", there...)
+		wantLog(t, e.r, "imp/div", there[1], there[2], here[0], here[1])
+		wantRef(t, e.r, "imp/div", b)
+		// Deleted here: the same, and the ref stays deleted.
+		deleted := append(slices.Clone(here), cas.LogEntry{Old: b, New: 0, Time: base + 30, Message: "deleted here"})
+		mustImport(t, e.r, "imp/div-gone", deleted...)
+		mustImport(t, e.r, "imp/div-gone", there...)
+		wantLog(t, e.r, "imp/div-gone", there[1], there[2], deleted[0], deleted[1], deleted[2])
+		wantRef(t, e.r, "imp/div-gone", 0)
+		// Both directions give one log per side, whatever the backend.
+		mustImport(t, e.r, "imp/div-other", there...)
+		mustImport(t, e.r, "imp/div-other", here...)
+		wantLog(t, e.r, "imp/div-other", here[1], there[0], there[1], there[2])
+		wantRef(t, e.r, "imp/div-other", d)
 	})
 	t.Run("never moves an existing ref", func(t *testing.T) {
 		e := e.fresh(t)
@@ -907,7 +1015,8 @@ func testImportLog(t *testing.T, e *refsEnv) {
 		newer := cas.LogEntry{Old: c, New: d, Time: own.Time + 1000, Message: "elsewhere"}
 		mustImport(t, e.r, "imp/live", append(older, newer)...)
 		wantRef(t, e.r, "imp/live", c)
-		wantLog(t, e.r, "imp/live", older[0], older[1], own, newer)
+		// newer would move the ref: it goes before the creation.
+		wantLog(t, e.r, "imp/live", older[0], older[1], newer, own)
 	})
 	t.Run("restores a deleted ref only from a newer entry", func(t *testing.T) {
 		e := e.fresh(t)

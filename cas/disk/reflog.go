@@ -2,7 +2,6 @@ package disk
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,10 +32,6 @@ type logLine struct {
 
 func (l logLine) entry() cas.LogEntry {
 	return cas.LogEntry{Old: l.Old, New: l.New, Time: l.Time, Message: l.Message}
-}
-
-func (l logLine) same(e logLine) bool {
-	return l.Old == e.Old && l.New == e.New && l.Time == e.Time && l.Message == e.Message && l.Name == e.Name
 }
 
 // isIntent reports whether l, the last complete line of a log, is an
@@ -430,10 +425,34 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 	return removed, nil
 }
 
+// interleave returns the lines of a log file with name's lines replaced by
+// merged, which holds them in their order: every existing line keeps its
+// place among the other names' lines (so the file's last line stays what
+// it was, or becomes an imported one, never taken for an intent), the
+// imported lines go beside their neighbours in merged, and those after
+// name's last line go at the end.
+func interleave(lines, merged []logLine, name string) []logLine {
+	out := make([]logLine, 0, len(lines)+len(merged))
+	i := 0
+	for _, l := range lines {
+		if l.Name != name {
+			out = append(out, l)
+			continue
+		}
+		for merged[i] != l { // a new line never equals an existing one
+			out = append(out, merged[i])
+			i++
+		}
+		out = append(out, merged[i])
+		i++
+	}
+	return append(out, merged[i:]...)
+}
+
 // ImportLog adds entries to name's log as [cas.Refs] specifies: as they are
-// (times and messages kept), skipping entries already present, merged in
-// time order (existing entries keep their order and come first among equal
-// times). If the ref does not exist and the merged log's newest entry has a
+// (times and messages kept), skipping entries already present, merged by
+// [cas.MergeLog]; the lines of names that differ from name only in case
+// keep their places (see interleave). If the ref does not exist and the merged log's newest entry has a
 // non-zero New, the ref is created at that value with no new entry; a name
 // that clashes with an existing ref then fails with a *[cas.ConflictError]
 // and nothing changes. An existing ref is never moved. Imported lines are
@@ -470,31 +489,21 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err != nil {
 		return err
 	}
-	var added []logLine
-	for _, e := range entries {
-		l := logLine{Old: e.Old, New: e.New, Time: e.Time, Message: e.Message, Name: name, Import: true}
-		if slices.ContainsFunc(lines, l.same) || slices.ContainsFunc(added, l.same) {
-			continue
-		}
-		added = append(added, l)
-	}
-	slices.SortStableFunc(added, func(a, b logLine) int { return cmp.Compare(a.Time, b.Time) })
-	merged := make([]logLine, 0, len(lines)+len(added))
-	i := 0
+	var mine []logLine
 	for _, l := range lines {
-		for i < len(added) && added[i].Time < l.Time {
-			merged = append(merged, added[i])
-			i++
+		if l.Name == name {
+			mine = append(mine, l)
 		}
-		merged = append(merged, l)
 	}
-	merged = append(merged, added[i:]...)
-
+	imported := make([]logLine, len(entries))
+	for i, e := range entries {
+		imported[i] = logLine{Old: e.Old, New: e.New, Time: e.Time, Message: e.Message, Name: name, Import: true}
+	}
+	merged := cas.MergeLog(mine, imported, logLine.entry, cur.value(name))
+	added := len(merged) - len(mine)
 	var newest *logLine
-	for k := range merged {
-		if merged[k].Name == name {
-			newest = &merged[k]
-		}
+	if len(merged) > 0 {
+		newest = &merged[len(merged)-1]
 	}
 	create := cur.value(name).IsZero() && newest != nil && !newest.New.IsZero()
 	if create {
@@ -506,8 +515,8 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 			return &cas.ConflictError{Name: name, Clash: clash}
 		}
 	}
-	if len(merged) > 0 && (len(added) > 0 || dirty) {
-		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(merged), r.s.durable); err != nil {
+	if len(merged) > 0 && (added > 0 || dirty) {
+		if err := atomicfile.Replace(r.s.fs, r.s.tmpDir, r.logPath(lower), encodeLog(interleave(lines, merged, name)), r.s.durable); err != nil {
 			return fmt.Errorf("disk: import ref log %s: %w", name, err)
 		}
 	}

@@ -492,7 +492,9 @@ func TestImportLog(t *testing.T) {
 	if got := mustLog(t, r, "imported/x"); !reflect.DeepEqual(got, hist) {
 		t.Fatalf("Log after re-import = %+v", got)
 	}
-	// Merge in time order; equal times keep existing entries first.
+	// Merged by cas.MergeLog: a detour back to the ref's value goes at the
+	// end, a creation linking to the first entry before it, and an entry
+	// that would move the live ref links nowhere: before its creation.
 	more := []cas.LogEntry{
 		{Old: b, New: c, Time: 300, Message: "later"},
 		{Old: b, New: b, Time: 200, Message: "same time"},
@@ -505,10 +507,10 @@ func TestImportLog(t *testing.T) {
 	for _, e := range mustLog(t, r, "imported/x") {
 		msgs = append(msgs, e.Message)
 	}
-	if want := []string{"earliest", "create", "move", "same time", "later"}; !slices.Equal(msgs, want) {
+	if want := []string{"earliest", "later", "create", "move", "same time"}; !slices.Equal(msgs, want) {
 		t.Fatalf("merged log = %q, want %q", msgs, want)
 	}
-	// An existing ref is never moved, and its newest imported entry is not
+	// An existing ref is never moved, and its imported entries are not
 	// mistaken for an uncommitted intent.
 	if h, _ := r.Get(ctx, "imported/x"); h != b {
 		t.Fatalf("ImportLog moved an existing ref to %s", h)
@@ -649,5 +651,37 @@ func TestRefLogNamesLikeLogFiles(t *testing.T) {
 		if got := mustLog(t, r, name); len(got) != 1 || got[0].Message != name {
 			t.Errorf("Log(%q) = %+v", name, got)
 		}
+	}
+}
+
+// TestImportLogSharedFile imports into a log file that also holds the lines
+// of a name differing only in case: every line keeps its place, so the
+// file's last line is still the live ref's, and no line of the deleted
+// name is taken for an uncommitted intent of the live one.
+func TestImportLogSharedFile(t *testing.T) {
+	s := newStore(t, nil)
+	r := s.Refs()
+	ctx := t.Context()
+	a := hashOf("a")
+	mustCAS(t, r, "foo", 0, a, "create")
+	mustCAS(t, r, "foo", a, 0, "delete")
+	mustCAS(t, r, "Foo", 0, a, "create in other case")
+	foo, Foo := mustLog(t, r, "foo"), mustLog(t, r, "Foo")
+	stray := cas.LogEntry{Old: hashOf("x"), New: hashOf("y"), Time: 1, Message: "stray"}
+	if err := r.ImportLog(ctx, "foo", []cas.LogEntry{stray}); err != nil {
+		t.Fatal(err)
+	}
+	// The stray links nowhere: before foo's (last) creation.
+	if got, want := mustLog(t, r, "foo"), []cas.LogEntry{stray, foo[0], foo[1]}; !slices.Equal(got, want) {
+		t.Errorf("Log(foo) = %v, want %v", got, want)
+	}
+	if got := mustLog(t, r, "Foo"); !slices.Equal(got, Foo) {
+		t.Errorf("Log(Foo) = %v, want %v", got, Foo)
+	}
+	if h, err := r.Get(ctx, "Foo"); err != nil || h != a {
+		t.Errorf("Get(Foo) = %v, %v; want %v", h, err, a)
+	}
+	if _, err := r.Get(ctx, "foo"); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("Get(foo) error = %v, want not found", err)
 	}
 }

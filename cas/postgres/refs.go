@@ -357,7 +357,7 @@ func (r *Refs) clash(ctx context.Context, tx pgx.Tx, name string) (string, error
 }
 
 // Log returns ref name's log, oldest first (in the order the entries were
-// written, which ImportLog keeps in time order). The error wraps
+// written, or ImportLog merged them). The error wraps
 // [cas.ErrNotFound] if there is no log for name and
 // [cas.ErrInvalidRefName] for a bad name.
 func (r *Refs) Log(ctx context.Context, name string) ([]cas.LogEntry, error) {
@@ -450,11 +450,10 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	return n, nil
 }
 
-// ImportLog merges entries into ref name's log, as [cas.Refs] specifies, in
-// one transaction that holds the name's advisory locks (as a create does)
-// and the ref's row lock (as a move does): entries already present (or
-// repeated) are skipped, the log is kept in stable time order, and an
-// absent ref is created at the merged log's newest New if that is
+// ImportLog merges entries into ref name's log with [cas.MergeLog], as
+// [cas.Refs] specifies, in one transaction that holds the name's advisory
+// locks (as a create does) and the ref's row lock (as a move does), and
+// creates an absent ref at the merged log's newest New if that is
 // non-zero, with no new log entry. If creating the ref would clash with a
 // live ref the error is a *[cas.ConflictError] naming it, and nothing
 // changes. An empty import changes nothing.
@@ -470,6 +469,9 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
+	if len(entries) == 0 {
+		return nil
+	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := r.lockName(ctx, tx, name); err != nil {
 			return err
@@ -484,29 +486,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		if err != nil {
 			return err
 		}
-		log := slices.Clone(existing)
-		seen := make(map[cas.LogEntry]bool, len(log)+len(entries))
-		for _, e := range log {
-			seen[e] = true
-		}
-		for _, e := range entries {
-			if !seen[e] {
-				seen[e] = true
-				log = append(log, e)
-			}
-		}
-		if len(log) == 0 {
-			return nil
-		}
-		slices.SortStableFunc(log, func(a, b cas.LogEntry) int {
-			switch {
-			case a.Time < b.Time:
-				return -1
-			case a.Time > b.Time:
-				return 1
-			}
-			return 0
-		})
+		log := cas.MergeLog(existing, entries, func(e cas.LogEntry) cas.LogEntry { return e }, cas.Hash(cur))
 		if newest := log[len(log)-1].New; !live && !newest.IsZero() {
 			clash, err := r.clash(ctx, tx, name)
 			if err != nil {

@@ -318,6 +318,29 @@ func TestAgent(t *testing.T) {
 	}
 }
 
+// TestMergeKeys: config.yaml may share settings through YAML merge keys;
+// keys written beside a merge win over merged ones.
+func TestMergeKeys(t *testing.T) {
+	c := mustLoad(t, writeHome(t, `agents:
+  base: &base
+    command: claude
+    args: [-p]
+    timeout: 20m
+  careful:
+    <<: *base
+    timeout: 1h
+  quick: {<<: *base, args: [-p, --fast]}
+`))
+	careful, ok := c.Agent("careful")
+	if !ok || careful.Command != "claude" || careful.Timeout != time.Hour || !slices.Equal(careful.Args, []string{"-p"}) {
+		t.Errorf("Agent(careful) = %+v, %v; want claude -p, 1h", careful, ok)
+	}
+	quick, ok := c.Agent("quick")
+	if !ok || quick.Command != "claude" || quick.Timeout != 20*time.Minute || !slices.Equal(quick.Args, []string{"-p", "--fast"}) {
+		t.Errorf("Agent(quick) = %+v, %v; want claude -p --fast, 20m", quick, ok)
+	}
+}
+
 func TestModelFor(t *testing.T) {
 	c := mustLoad(t, writeHome(t, exampleConfig))
 	tests := []struct {

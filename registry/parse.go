@@ -26,8 +26,8 @@ const maxMaxSteps = 1 << 53
 //
 // The file must be one YAML document, a mapping with the keys name,
 // description, maxSteps, roles and graph (docs/WORKFLOWS.md). Keys must be
-// strings and unique, merge keys (<<) are refused, and aliases may not
-// expand the document by more than 10,000 nodes. Every problem is reported
+// strings and unique, merge keys (<<) are resolved, and aliases may not
+// expand the document by more than 10,000 nodes ([cas.CheckYAML]). Every problem is reported
 // at once: the error is a *[ValidationError] (wrapping [cas.ErrInvalid])
 // whose Error prints one "file:line:col: message" per line. Data larger
 // than [MaxWorkflowSize] is refused before it is parsed, with an error

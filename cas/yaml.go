@@ -59,6 +59,25 @@ const maxAliasNodes = 10000
 // line, corrected from its messages (which count some lines from 0);
 // Column is then 0. ParseYAML is safe for concurrent use.
 func ParseYAML(data []byte) (any, error) {
+	doc, err := ParseYAMLNode(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, &SyntaxError{Msg: "empty document"}
+	}
+	return YAMLValue(doc)
+}
+
+// ParseYAMLNode reads a single YAML document into its yaml.v3 node tree
+// (a DocumentNode) with the checks of [ParseYAML] on its text: valid UTF-8
+// without control characters, exactly one document (a second one,
+// whatever it holds, is an error where it starts). Empty input, or input
+// that is only comments, gives nil and no error. The tree itself is not
+// checked yet: run [CheckYAML] or [YAMLValue] before reading it. Errors
+// are *[SyntaxError]s, with yaml.v3's lines corrected as ParseYAML's.
+// Readers that keep positions (workflow files, config.yaml) parse with it.
+func ParseYAMLNode(data []byte) (*yaml.Node, error) {
 	if err := checkYAMLText(data); err != nil {
 		return nil, err
 	}
@@ -66,7 +85,7 @@ func ParseYAML(data []byte) (any, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &SyntaxError{Msg: "empty document"}
+			return nil, nil
 		}
 		return nil, yamlSyntaxError(data, err)
 	}
@@ -76,9 +95,9 @@ func ParseYAML(data []byte) (any, error) {
 	case err != nil:
 		return nil, yamlSyntaxError(data, err)
 	default:
-		return nil, &SyntaxError{Line: next.Line, Column: next.Column, Msg: "more than one document"}
+		return nil, &SyntaxError{Line: next.Line, Column: next.Column, Msg: "more than one document: a second one starts here"}
 	}
-	return YAMLValue(&doc)
+	return &doc, nil
 }
 
 // YAMLValue converts one parsed yaml.v3 node (a DocumentNode or any node
@@ -724,7 +743,11 @@ func yamlSyntaxError(data []byte, err error) error {
 		return &SyntaxError{Line: l, Column: c, Msg: fmt.Sprintf("unknown anchor %q", name)}
 	}
 	if yamlParserProblems[msg] {
+		// The parser names the line where the block it was reading starts.
 		line++
+		if strings.HasPrefix(msg, "did not find expected") {
+			msg += ", in the block starting on this line"
+		}
 	} else if line == 0 && !strings.Contains(msg, "'") {
 		// A scanner error on the first line. (yaml.v3's other messages
 		// without a line name an anchor or an event, in quotes.)

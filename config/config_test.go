@@ -156,6 +156,9 @@ func TestLoadErrors(t *testing.T) {
 				"config.yaml:2:15: defaultAgent: must be a string, not a mapping"},
 		{"syntax", "agents:\n  coder: [\n", `config.yaml:3: YAML syntax: did not find expected node content, in the block starting on this line`},
 		{"duplicate", "defaultAgent: llm\ndefaultAgent: human\n", `config.yaml:2:1: duplicate key "defaultAgent" (first at line 1)`},
+		{"two documents", "defaultAgent: llm\n---\ndefaultAgent: human\n", `config.yaml:2:1: YAML syntax: more than one document: a second one starts here`},
+		{"control character", "defaultAgent: l\x01m\n", `config.yaml:1:16: YAML syntax: control character U+0001 is not allowed in YAML`},
+		{"merge of a scalar", "agents:\n  a: {<<: x, command: c}\n", `config.yaml:2:11: a merge (<<) needs a mapping or a sequence of mappings`},
 		{"not a mapping", "- a\n", `config.yaml:1:1: config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not a list`},
 	}
 	for _, tc := range tests {

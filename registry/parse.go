@@ -1,10 +1,8 @@
 package registry
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -79,31 +77,16 @@ func parse(file string, data []byte) (w *Workflow, ps *problems) {
 			ps.List = append(ps.List, Problem{Msg: fmt.Sprintf("YAML: cannot parse: %v", r)})
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			ps.List = append(ps.List, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
-		} else {
-			yamldoc.AddYAMLError(ps, err)
-		}
-		return nil, ps
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
+	doc, err := cas.ParseYAMLNode(data)
+	switch {
 	case err != nil:
 		yamldoc.AddYAMLError(ps, err)
 		return nil, ps
-	default:
-		at := yamldoc.Pos(&next)
-		if len(next.Content) > 0 {
-			at = yamldoc.Pos(next.Content[0])
-		}
-		ps.Add(at, "a second YAML document starts here: a workflow file holds exactly one")
+	case doc == nil:
+		ps.List = append(ps.List, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
 		return nil, ps
 	}
-	fatal, bad := yamldoc.CheckTree(ps, &doc)
+	fatal, bad := yamldoc.CheckTree(ps, doc)
 	if fatal || len(doc.Content) == 0 {
 		return nil, ps
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -305,34 +304,13 @@ func Lookup(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// parserErrors are the YAML parser's (not scanner's) messages: yaml.v3
-// reports them with the 0-based line of the construct being parsed.
-var parserErrors = []string{
-	"did not find expected key",
-	"did not find expected node content",
-	"did not find expected '-' indicator",
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"did not find expected <document start>",
-}
-
-// AddYAMLError records an error of the YAML parser, with its line if known.
+// AddYAMLError records an error of [cas.ParseYAMLNode] (a *[cas.SyntaxError],
+// with its position) as a problem of the file.
 func AddYAMLError(ps *Problems, err error) {
-	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		msg := m[2]
-		if slices.Contains(parserErrors, msg) {
-			line++
-			msg += ", in the block starting on this line"
-		}
-		ps.List = append(ps.List, Problem{Line: line, Msg: "YAML syntax: " + msg})
+	var se *cas.SyntaxError
+	if errors.As(err, &se) {
+		ps.List = append(ps.List, Problem{Line: se.Line, Column: se.Column, Msg: "YAML syntax: " + se.Msg})
 		return
 	}
-	msg := err.Error()
-	if len(msg) > 6 && msg[:6] == "yaml: " {
-		msg = msg[6:]
-	}
-	ps.List = append(ps.List, Problem{Msg: "YAML: " + msg})
+	ps.List = append(ps.List, Problem{Msg: "YAML: " + err.Error()})
 }

@@ -495,3 +495,41 @@ func TestParseYAMLCanonical(t *testing.T) {
 		t.Errorf("Canonical(YAML) = %s, Canonical(JSON) = %s", ca, cb)
 	}
 }
+
+// FuzzCheckYAML checks that the readers that keep positions (ParseYAMLNode,
+// CheckYAML, YAMLPairs) agree with ParseYAML: whatever they report,
+// ParseYAML refuses, and whatever ParseYAML accepts reads the same through
+// YAMLPairs.
+func FuzzCheckYAML(f *testing.F) {
+	for _, s := range []string{
+		"a: 1\n", "", "# c\n", "a: 1\n---\nb: 2\n", "1: a\nb: 1\nb: 2\n", "a: &a [*a]\n",
+		"base: &b {a: 1, b: 2}\nm:\n  <<: *b\n  b: 3\n", "m: {<<: [{a: 1}, {a: 2, b: 3}], c: 4}\n",
+		"x: &x {a: 1}\ny: &y {<<: *x, b: 2}\nz: {<<: [*y, *x]}\n", "s: &s x\nm: {<<: *s}\n",
+		"a: {k: 1, k: 2}\n", "? [a]\n: 1\n", "a: .inf\n", "a: b: c\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, perr := cas.ParseYAML(data)
+		doc, err := cas.ParseYAMLNode(data)
+		if err != nil || doc == nil {
+			if perr == nil {
+				t.Fatalf("ParseYAMLNode(%q) = %v, %v but ParseYAML accepts it", data, doc, err)
+			}
+			return
+		}
+		problems, _, err := cas.CheckYAML(doc)
+		if len(problems) > 0 || err != nil {
+			if perr == nil {
+				t.Fatalf("CheckYAML(%q) = %v, %v but ParseYAML accepts it", data, problems, err)
+			}
+			return
+		}
+		if perr != nil {
+			return // a scalar's problem: CheckYAML leaves values to their readers
+		}
+		if got := pairsValue(t, doc); !reflect.DeepEqual(got, v) {
+			t.Fatalf("read through YAMLPairs, %q = %#v; ParseYAML = %#v", data, got, v)
+		}
+	})
+}

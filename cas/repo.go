@@ -261,12 +261,7 @@ func (r *Repo) prepare(ctx context.Context, n Node) (prepared, error) {
 		}
 		return prepared{}, err
 	}
-	p.edges = append(p.edges, Edge{Hash: n.Type, Path: "type"})
-	for _, e := range s.Edges(payload) {
-		if e.Hash != n.Type {
-			p.edges = append(p.edges, Edge{Hash: e.Hash, Path: "payload" + e.Path})
-		}
-	}
+	p.edges = nodeEdges(n.Type, s, payload)
 	return p, nil
 }
 
@@ -471,36 +466,36 @@ func (r *Repo) Edges(ctx context.Context, n Node) ([]Edge, error) {
 	if n.Type.IsZero() {
 		return nil, nil
 	}
-	out := []Edge{{Hash: n.Type, Path: "type"}}
 	s, err := r.Schema(ctx, n.Type)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range s.Edges(n.Payload) {
-		if e.Hash != n.Type {
+	return nodeEdges(n.Type, s, n.Payload), nil
+}
+
+// nodeEdges is the one rule for a node's edges, given the compiled schema
+// s of its type typ: {typ, "type"} first, then every cas_ref of payload
+// but typ itself as {hash, "payload" + JSON pointer}, in path order.
+// Put, Check, Edges, walk, GC and fsck all read edges through it.
+func nodeEdges(typ Hash, s *Schema, payload any) []Edge {
+	out := []Edge{{Hash: typ, Path: "type"}}
+	for _, e := range s.Edges(payload) {
+		if e.Hash != typ {
 			out = append(out, Edge{Hash: e.Hash, Path: "payload" + e.Path})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // edgeHashes is Edges without paths, the form walk, GC and fsck use.
 func (r *Repo) edgeHashes(ctx context.Context, n Node) ([]Hash, error) {
-	if n.Type.IsZero() {
-		return nil, nil
-	}
-	if n.Type == MetaSchema {
-		return []Hash{MetaSchema}, nil
-	}
-	s, err := r.Schema(ctx, n.Type)
+	es, err := r.Edges(ctx, n)
 	if err != nil {
 		return nil, err
 	}
-	out := []Hash{n.Type}
-	for _, e := range s.Edges(n.Payload) {
-		if e.Hash != n.Type {
-			out = append(out, e.Hash)
-		}
+	out := make([]Hash, len(es))
+	for i, e := range es {
+		out[i] = e.Hash
 	}
 	return out, nil
 }

@@ -131,13 +131,13 @@ func checkDialect(doc any, at string) error {
 			}
 		}
 		for _, k := range sortedKeys(d) {
-			v, p := d[k], at+"/"+escapePointer(k)
+			v, p := d[k], at+"/"+jsonpointer.Escape(k)
 			switch {
 			case dataKeywords[k] || k == "$schema":
 			case k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions" || k == "dependentSchemas":
 				m, _ := v.(map[string]any)
 				for _, name := range sortedKeys(m) {
-					if err := checkDialect(m[name], p+"/"+escapePointer(name)); err != nil {
+					if err := checkDialect(m[name], p+"/"+jsonpointer.Escape(name)); err != nil {
 						return err
 					}
 				}
@@ -181,7 +181,7 @@ func checkRefPlacement(doc any, at string, allowed bool) error {
 			return refPlacementError(where)
 		}
 		for _, k := range sortedKeys(d) {
-			v, p := d[k], at+"/"+escapePointer(k)
+			v, p := d[k], at+"/"+jsonpointer.Escape(k)
 			if dataKeywords[k] {
 				continue
 			}
@@ -192,7 +192,7 @@ func checkRefPlacement(doc any, at string, allowed bool) error {
 					continue // the compiler reports it
 				}
 				for _, name := range sortedKeys(m) {
-					if err := checkRefPlacement(m[name], p+"/"+escapePointer(name), allowed); err != nil {
+					if err := checkRefPlacement(m[name], p+"/"+jsonpointer.Escape(name), allowed); err != nil {
 						return err
 					}
 				}
@@ -614,16 +614,9 @@ func sortViolations(vs []Violation) {
 func pointer(tokens []string) string {
 	var b strings.Builder
 	for _, t := range tokens {
-		b.WriteString("/" + escapePointer(t))
+		b.WriteString("/" + jsonpointer.Escape(t))
 	}
 	return b.String()
-}
-
-func escapePointer(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // short renders a value for an error message, cut to a readable length.
@@ -725,7 +718,7 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 		}
 		for _, k := range sortedKeys(x) {
 			child := x[k]
-			cp := path + "/" + escapePointer(k)
+			cp := path + "/" + jsonpointer.Escape(k)
 			matched := false
 			if ps, ok := s.Properties[k]; ok {
 				matched = true

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/uncaged/uwf/internal/jsonpointer"
 )
 
 // ToValue converts v to plain JSON values (the types [ParseJSON] returns:
@@ -355,15 +357,13 @@ func (e *valueError) Unwrap() []error {
 	return []error{ErrInvalid}
 }
 
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
 // atKey records that err happened under the object key k.
 func atKey(err error, k string) error {
 	if ve, ok := err.(*valueError); ok {
 		if !utf8.ValidString(k) {
 			k = strings.ToValidUTF8(k, "\ufffd")
 		}
-		ve.path = append(ve.path, pointerEscaper.Replace(k))
+		ve.path = append(ve.path, jsonpointer.Escape(k))
 	}
 	return err
 }

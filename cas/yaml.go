@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"strconv"
 	"strings"
@@ -58,6 +59,25 @@ const maxAliasNodes = 10000
 // line, corrected from its messages (which count some lines from 0);
 // Column is then 0. ParseYAML is safe for concurrent use.
 func ParseYAML(data []byte) (any, error) {
+	doc, err := ParseYAMLNode(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, &SyntaxError{Msg: "empty document"}
+	}
+	return YAMLValue(doc)
+}
+
+// ParseYAMLNode reads a single YAML document into its yaml.v3 node tree
+// (a DocumentNode) with the checks of [ParseYAML] on its text: valid UTF-8
+// without control characters, exactly one document (a second one,
+// whatever it holds, is an error where it starts). Empty input, or input
+// that is only comments, gives nil and no error. The tree itself is not
+// checked yet: run [CheckYAML] or [YAMLValue] before reading it. Errors
+// are *[SyntaxError]s, with yaml.v3's lines corrected as ParseYAML's.
+// Readers that keep positions (workflow files, config.yaml) parse with it.
+func ParseYAMLNode(data []byte) (*yaml.Node, error) {
 	if err := checkYAMLText(data); err != nil {
 		return nil, err
 	}
@@ -65,7 +85,7 @@ func ParseYAML(data []byte) (any, error) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &SyntaxError{Msg: "empty document"}
+			return nil, nil
 		}
 		return nil, yamlSyntaxError(data, err)
 	}
@@ -75,16 +95,17 @@ func ParseYAML(data []byte) (any, error) {
 	case err != nil:
 		return nil, yamlSyntaxError(data, err)
 	default:
-		return nil, &SyntaxError{Line: next.Line, Column: next.Column, Msg: "more than one document"}
+		return nil, &SyntaxError{Line: next.Line, Column: next.Column, Msg: "more than one document: a second one starts here"}
 	}
-	return YAMLValue(&doc)
+	return &doc, nil
 }
 
 // YAMLValue converts one parsed yaml.v3 node (a DocumentNode or any node
 // below it) to plain JSON values with the rules of [ParseYAML], including
-// its bounds on aliases and depth. The registry package uses it to keep
-// line numbers: it parses a file into a yaml.Node itself, walks it, and
-// converts sub-trees. Every error is a *[SyntaxError] with the line and
+// its bounds on aliases and depth. The readers of workflow files and
+// config.yaml use it to keep line numbers: they parse a file into a
+// yaml.Node themselves, check it with [CheckYAML], walk its mappings with
+// [YAMLPairs], and convert sub-trees. Every error is a *[SyntaxError] with the line and
 // column of the offending node (the node's own Line and Column fields).
 // A nil node or an empty DocumentNode is an error ("empty document").
 func YAMLValue(n *yaml.Node) (any, error) {
@@ -95,12 +116,62 @@ func YAMLValue(n *yaml.Node) (any, error) {
 	return c.value(n, 0)
 }
 
+// CheckYAML checks a parsed document (or a node below one) by the rules
+// of [YAMLValue], without converting its scalars, and finds every problem
+// with its keys instead of stopping at the first: a key that is not a
+// string, a duplicate key, a merge (<<) of something that is not a
+// mapping. They come back in document order, each a *[SyntaxError] with
+// its line and column, with bad, the mappings holding one. err is a
+// problem after which nothing may read the document: nesting deeper than
+// [MaxDepth], aliases that expand to more than 10,000 nodes or into
+// themselves. Merge keys are accepted; read a checked mapping's pairs,
+// merged ones included, with [YAMLPairs].
+//
+// It is the one YAML safety check: [ParseYAML] and [YAMLValue] apply the
+// same rules (failing at the first problem), and the readers of workflow
+// files and config.yaml run it before they read a document.
+func CheckYAML(n *yaml.Node) (problems []*SyntaxError, bad map[*yaml.Node]bool, err error) {
+	if n == nil {
+		return nil, nil, &SyntaxError{Msg: "empty document"}
+	}
+	c := yamlConv{check: true, bad: map[*yaml.Node]bool{}, reported: map[SyntaxError]bool{}}
+	if _, err := c.value(n, 0); err != nil {
+		return c.problems, c.bad, err
+	}
+	return c.problems, c.bad, nil
+}
+
 // yamlConv converts yaml.v3 nodes, counting the nodes aliases expand to.
+// With check set it converts no scalar and records key problems (in
+// problems and bad) instead of returning them; it then returns only the
+// errors marked fatal.
 type yamlConv struct {
 	aliasNodes int                 // nodes produced inside alias expansions so far
 	inAlias    int                 // how many aliases are being expanded
 	outer      *yaml.Node          // the outermost alias being expanded
 	active     map[*yaml.Node]bool // anchored nodes being converted (to find cycles)
+
+	check    bool
+	fatal    bool           // the error being returned ends the check
+	problems []*SyntaxError // key problems found in check mode
+	reported map[SyntaxError]bool
+	bad      map[*yaml.Node]bool // mappings holding one
+}
+
+// keyProblem records, in check mode, the problem err of a key of the
+// mapping m and returns nil so the walk goes on; otherwise (or if err ends
+// the check) it returns err.
+func (c *yamlConv) keyProblem(m *yaml.Node, err error) error {
+	var se *SyntaxError
+	if !c.check || c.fatal || !errors.As(err, &se) {
+		return err
+	}
+	c.bad[m] = true
+	if !c.reported[*se] { // else an anchored mapping's problem, met again through an alias
+		c.reported[*se] = true
+		c.problems = append(c.problems, se)
+	}
+	return nil
 }
 
 func nodeError(n *yaml.Node, format string, args ...any) error {
@@ -162,6 +233,7 @@ func (c *yamlConv) count() error {
 		return nil
 	}
 	if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
+		c.fatal = true
 		return nodeError(c.outer, "aliases expand to more than %d nodes", maxAliasNodes)
 	}
 	return nil
@@ -174,6 +246,7 @@ func (c *yamlConv) tooDeep(n *yaml.Node) error {
 	if c.inAlias > 0 {
 		n = c.outer
 	}
+	c.fatal = true
 	return nodeError(n, "nesting deeper than %d levels", MaxDepth)
 }
 
@@ -182,9 +255,11 @@ func (c *yamlConv) tooDeep(n *yaml.Node) error {
 func (c *yamlConv) alias(n *yaml.Node, f func(*yaml.Node) (any, error)) (any, error) {
 	t := n.Alias
 	if t == nil {
+		c.fatal = true
 		return nil, nodeError(n, "unknown anchor %q", n.Value)
 	}
 	if c.active[t] {
+		c.fatal = true
 		return nil, nodeError(n, "alias *%s refers to a node that contains it", n.Value)
 	}
 	if c.inAlias == 0 {
@@ -214,23 +289,32 @@ func (c *yamlConv) mapping(n *yaml.Node, depth int) (any, error) {
 		return nil, nodeError(n, "mapping has a key without a value")
 	}
 	m := make(map[string]any, len(n.Content)/2)
-	var merge *yaml.Node
+	first := make(map[string]*yaml.Node, len(n.Content)/2) // where each key was written
+	var merge, mergeKey *yaml.Node
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key, isMerge, err := c.key(k)
-		if err != nil {
-			return nil, err
+		switch {
+		case err != nil:
+		case isMerge && merge != nil:
+			err = nodeError(k, "duplicate key %q (first at line %d)", "<<", mergeKey.Line)
+		case isMerge:
+			merge, mergeKey = v, k
+			continue
+		case first[key] != nil:
+			err = nodeError(k, "duplicate key %q (first at line %d)", key, first[key].Line)
 		}
-		if isMerge {
-			if merge != nil {
-				return nil, nodeError(k, "duplicate key %q", "<<")
+		if err != nil {
+			if err := c.keyProblem(n, err); err != nil {
+				return nil, err
 			}
-			merge = v
+			// Check mode: the value may hold problems of its own.
+			if _, err := c.value(v, depth+1); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		if _, dup := m[key]; dup {
-			return nil, nodeError(k, "duplicate key %q", key)
-		}
+		first[key] = k
 		val, err := c.value(v, depth+1)
 		if err != nil {
 			return nil, err
@@ -239,7 +323,9 @@ func (c *yamlConv) mapping(n *yaml.Node, depth int) (any, error) {
 	}
 	if merge != nil {
 		if err := c.merge(m, merge, depth); err != nil {
-			return nil, err
+			if err := c.keyProblem(n, err); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return m, nil
@@ -320,6 +406,12 @@ func (c *yamlConv) key(k *yaml.Node) (key string, isMerge bool, err error) {
 			return "", false, err
 		}
 	}
+	return keyText(k, t)
+}
+
+// keyText returns the string the key k stands for (t is k with its alias
+// resolved), or isMerge for "<<", or the error naming what is wrong.
+func keyText(k, t *yaml.Node) (key string, isMerge bool, err error) {
 	switch t.Kind {
 	case yaml.ScalarNode:
 	case yaml.MappingNode:
@@ -349,6 +441,73 @@ func (c *yamlConv) key(k *yaml.Node) (key string, isMerge bool, err error) {
 	}
 }
 
+// YAMLPairs yields the keys and values of the mapping m (aliases
+// resolved) as [YAMLValue] reads it: the pairs written, in order, but for
+// "<<", then the pairs that merge keys bring, from each merged mapping in
+// turn (itself merged first) and only for keys not yet seen, so written
+// keys win over merged ones and earlier merged mappings over later ones.
+// Keys that are not strings, and repeats, are skipped: [CheckYAML]
+// reports them. It yields nothing for a node that is not a mapping. Call
+// it on a document CheckYAML accepted (whose aliases are bounded).
+func YAMLPairs(m *yaml.Node) iter.Seq2[*yaml.Node, *yaml.Node] {
+	return func(yield func(*yaml.Node, *yaml.Node) bool) {
+		seen := map[string]bool{}
+		merged := map[*yaml.Node]bool{}
+		var pairs func(m *yaml.Node) bool
+		pairs = func(m *yaml.Node) bool {
+			m = resolveAlias(m)
+			if m == nil || m.Kind != yaml.MappingNode || merged[m] {
+				return true // merging a mapping again adds nothing (and a cycle stops)
+			}
+			merged[m] = true
+			var merges []*yaml.Node
+			for i := 0; i+1 < len(m.Content); i += 2 {
+				k, v := m.Content[i], m.Content[i+1]
+				t := resolveAlias(k)
+				if t == nil {
+					continue
+				}
+				key, isMerge, err := keyText(k, t)
+				switch {
+				case err != nil, seen[key] && !isMerge:
+				case isMerge:
+					merges = append(merges, v)
+				default:
+					seen[key] = true
+					if !yield(k, v) {
+						return false
+					}
+				}
+			}
+			for _, mv := range merges {
+				srcs := []*yaml.Node{mv}
+				if t := resolveAlias(mv); t != nil && t.Kind == yaml.SequenceNode {
+					srcs = t.Content
+				}
+				for _, src := range srcs {
+					if !pairs(src) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		pairs(m)
+	}
+}
+
+// resolveAlias follows aliases to the node they name (nil for an unknown
+// anchor or a chain longer than any a parser makes).
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode; i++ {
+		if i == MaxDepth {
+			return nil
+		}
+		n = n.Alias
+	}
+	return n
+}
+
 // isPlainScalar reports whether n was written unquoted and untagged, so
 // its tag was resolved from its text.
 func isPlainScalar(n *yaml.Node) bool {
@@ -356,6 +515,9 @@ func isPlainScalar(n *yaml.Node) bool {
 }
 
 func (c *yamlConv) scalar(n *yaml.Node) (any, error) {
+	if c.check {
+		return nil, nil // values are for their readers to judge
+	}
 	switch tag := n.ShortTag(); tag {
 	case "!!str", "!!timestamp", "!!binary", "!!merge":
 		// A "<<" outside a key position is just text.
@@ -581,7 +743,11 @@ func yamlSyntaxError(data []byte, err error) error {
 		return &SyntaxError{Line: l, Column: c, Msg: fmt.Sprintf("unknown anchor %q", name)}
 	}
 	if yamlParserProblems[msg] {
+		// The parser names the line where the block it was reading starts.
 		line++
+		if strings.HasPrefix(msg, "did not find expected") {
+			msg += ", in the block starting on this line"
+		}
 	} else if line == 0 && !strings.Contains(msg, "'") {
 		// A scanner error on the first line. (yaml.v3's other messages
 		// without a line name an anchor or an event, in quotes.)

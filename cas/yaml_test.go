@@ -99,7 +99,159 @@ func TestParseYAMLAccepts(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("ParseYAML(%q) = %#v, want %#v", tc.in, got, tc.want)
 			}
+			// Readers that walk nodes (workflow files, config.yaml) see
+			// the same mappings through CheckYAML and YAMLPairs.
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(tc.in), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if ps, _, err := cas.CheckYAML(&doc); len(ps) > 0 || err != nil {
+				t.Fatalf("CheckYAML(%q) = %v, %v; want no problem", tc.in, ps, err)
+			}
+			if got := pairsValue(t, &doc); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("read through YAMLPairs, %q = %#v, want %#v", tc.in, got, tc.want)
+			}
 		})
+	}
+}
+
+// pairsValue converts n as a node-walking reader does: mappings through
+// cas.YAMLPairs, scalars through cas.YAMLValue.
+func pairsValue(t *testing.T, n *yaml.Node) any {
+	t.Helper()
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return pairsValue(t, n.Content[0])
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for k, v := range cas.YAMLPairs(n) {
+			kv, err := cas.YAMLValue(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[kv.(string)] = pairsValue(t, v)
+		}
+		return m
+	case yaml.SequenceNode:
+		out := []any{}
+		for _, e := range n.Content {
+			out = append(out, pairsValue(t, e))
+		}
+		return out
+	}
+	v, err := cas.YAMLValue(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestCheckYAML(t *testing.T) {
+	laughs := "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n" +
+		"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+	tests := []struct {
+		name, doc string
+		problems  []string // each "line:col: msg"
+		fatal     string   // "line:col: msg" of the error ending the check
+		bad       int      // mappings holding a key problem
+	}{
+		{"clean", "a: 1\nb: [x, {c: d}]\n", nil, "", 0},
+		{"merge keys are accepted", "base: &b {x: 1}\nc:\n  <<: *b\n  y: 2\nd: {<<: [*b, {z: 3}]}\n", nil, "", 0},
+		{"scalars are not judged", "a: .inf\nb: !foo x\nc: 1e400\n", nil, "", 0},
+		{"every key problem", "a: 1\na: 2\nm:\n  1: x\n  true: y\n", []string{
+			`2:1: duplicate key "a" (first at line 1)`,
+			"4:3: key 1 is !!int, not a string: quote it",
+			"5:3: key true is !!bool, not a string: quote it",
+		}, "", 2},
+		{"nested under a bad key", "1:\n  a: 1\n  a: 2\n", []string{
+			"1:1: key 1 is !!int, not a string: quote it",
+			`3:3: duplicate key "a" (first at line 2)`,
+		}, "", 2},
+		{"an anchored problem once", "a: &a {k: 1, k: 2}\nb: *a\nc: *a\n", []string{`1:14: duplicate key "k" (first at line 1)`}, "", 1},
+		{"merge of a scalar", "s: &s x\nm:\n  <<: *s\n  y: 1\n", []string{"3:7: a merge (<<) needs a mapping or a sequence of mappings"}, "", 1},
+		{"laughs", laughs, nil, "4:33: aliases expand to more than 10000 nodes", 0},
+		{"cycle", "a: &a [1, *a]\n", nil, "1:11: alias *a refers to a node that contains it", 0},
+		{"too deep", strings.Repeat("[", cas.MaxDepth+1) + strings.Repeat("]", cas.MaxDepth+1), nil,
+			fmt.Sprintf("1:%d: nesting deeper than %d levels", cas.MaxDepth+1, cas.MaxDepth), 0},
+	}
+	at := func(e *cas.SyntaxError) string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Msg) }
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(tc.doc), &doc); err != nil {
+				t.Fatal(err)
+			}
+			ps, bad, err := cas.CheckYAML(&doc)
+			var got []string
+			for _, p := range ps {
+				got = append(got, at(p))
+			}
+			if !reflect.DeepEqual(got, tc.problems) {
+				t.Errorf("problems = %q, want %q", got, tc.problems)
+			}
+			fatal := ""
+			var se *cas.SyntaxError
+			if errors.As(err, &se) {
+				fatal = at(se)
+			} else if err != nil {
+				fatal = err.Error()
+			}
+			if fatal != tc.fatal {
+				t.Errorf("error = %q, want %q", fatal, tc.fatal)
+			}
+			if len(bad) != tc.bad {
+				t.Errorf("%d bad mappings, want %d", len(bad), tc.bad)
+			}
+			if tc.problems == nil && tc.fatal == "" {
+				return
+			}
+			// ParseYAML fails at the first of them.
+			if _, err := cas.ParseYAML([]byte(tc.doc)); err == nil {
+				t.Errorf("ParseYAML accepts what CheckYAML reports")
+			}
+		})
+	}
+}
+
+func TestYAMLPairs(t *testing.T) {
+	var doc yaml.Node
+	in := "x: &x {a: 1, b: 2}\ny: &y {b: 3, <<: *x, c: 4}\nm:\n  d: 5\n  <<: [*y, {a: 0, e: 6}]\n  b: 7\nself: &s {<<: *s, k: 1}\n"
+	if err := yaml.Unmarshal([]byte(in), &doc); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(name string) string {
+		var out []string
+		for k, v := range cas.YAMLPairs(doc.Content[0]) {
+			if k.Value != name {
+				continue
+			}
+			for k, v := range cas.YAMLPairs(v) {
+				out = append(out, k.Value+"="+v.Value)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	// Written keys first, in order, then merged ones: y's own before x's,
+	// the list's mappings in turn.
+	if got, want := keys("m"), "d=5 b=7 c=4 a=1 e=6"; got != want {
+		t.Errorf("pairs of m = %q, want %q", got, want)
+	}
+	// A mapping that merges itself (CheckYAML rejects it) ends.
+	if got, want := keys("self"), "k=1"; got != want {
+		t.Errorf("pairs of self = %q, want %q", got, want)
+	}
+	var n int
+	for range cas.YAMLPairs(&yaml.Node{Kind: yaml.ScalarNode, Value: "x"}) {
+		n++
+	}
+	if n != 0 {
+		t.Errorf("a scalar has %d pairs, want 0", n)
 	}
 }
 
@@ -203,8 +355,8 @@ func TestParseYAMLRejects(t *testing.T) {
 		{"empty", "", 0, 0, "empty document"},
 		{"only comments", "# one\n\n# two\n", 0, 0, "empty document"},
 		{"only whitespace", "  \n\n", 0, 0, "empty document"},
-		{"two documents", "a: 1\n---\nb: 2\n", 2, 1, "more than one document"},
-		{"second document empty", "a: 1\n---\n", 2, 1, "more than one document"},
+		{"two documents", "a: 1\n---\nb: 2\n", 2, 1, "more than one document: a second one starts here"},
+		{"second document empty", "a: 1\n---\n", 2, 1, "more than one document: a second one starts here"},
 		{"int key", "1: a", 1, 1, "key 1 is !!int, not a string: quote it"},
 		{"bool key", "a: 1\ntrue: x", 2, 1, "key true is !!bool, not a string: quote it"},
 		{"null key", "null: x", 1, 1, "key null is !!null, not a string: quote it"},
@@ -217,11 +369,11 @@ func TestParseYAMLRejects(t *testing.T) {
 		{"mapping key", "? {a: 1}\n: 1", 1, 3, "key is a mapping, not a string"},
 		{"alias key to a number", "a: &n 1\nb: {*n : x}", 2, 5, "key 1 is !!int, not a string: quote it"},
 		{"alias key to a mapping", "a: &m {x: 1}\nb: {*m : x}", 2, 5, "key is a mapping, not a string"},
-		{"duplicate key", "a: 1\nb: 2\na: 3", 3, 1, `duplicate key "a"`},
-		{"duplicate key quoted", "a: 1\n'a': 2", 2, 1, `duplicate key "a"`},
-		{"duplicate key in flow", "x: {a: 1, a: 2}", 1, 11, `duplicate key "a"`},
-		{"column counts characters", "x: {éé: 1, 😀: 2, éé: 3}", 1, 18, `duplicate key "éé"`},
-		{"duplicate merge key", "b: &b {a: 1}\nm:\n  <<: *b\n  <<: *b\n", 4, 3, `duplicate key "<<"`},
+		{"duplicate key", "a: 1\nb: 2\na: 3", 3, 1, `duplicate key "a" (first at line 1)`},
+		{"duplicate key quoted", "a: 1\n'a': 2", 2, 1, `duplicate key "a" (first at line 1)`},
+		{"duplicate key in flow", "x: {a: 1, a: 2}", 1, 11, `duplicate key "a" (first at line 1)`},
+		{"column counts characters", "x: {éé: 1, 😀: 2, éé: 3}", 1, 18, `duplicate key "éé" (first at line 1)`},
+		{"duplicate merge key", "b: &b {a: 1}\nm:\n  <<: *b\n  <<: *b\n", 4, 3, `duplicate key "<<" (first at line 3)`},
 		{"inf", "a: .inf", 1, 4, "number .inf is not finite: JSON has no infinity or NaN"},
 		{"minus inf", "a: [1, -.Inf]", 1, 8, "number -.Inf is not finite: JSON has no infinity or NaN"},
 		{"nan", "a: .NaN", 1, 4, "number .NaN is not finite: JSON has no infinity or NaN"},
@@ -244,9 +396,9 @@ func TestParseYAMLRejects(t *testing.T) {
 		{"recursive merge", "a: &a {<<: *a}", 1, 12, "alias *a refers to a node that contains it"},
 		{"unknown anchor", "x: 1\ny: [*nope]", 2, 5, `unknown anchor "nope"`},
 		{"mapping in plain scalar", "a: b: c", 1, 0, "mapping values are not allowed in this context"},
-		{"unclosed flow mapping", "x: 1\ny: {a: 1\nz: 2\n", 2, 0, "did not find expected ',' or '}'"},
-		{"sequence in mapping", "x: 1\ny: 2\n- a\n", 3, 0, "did not find expected key"},
-		{"bad indentation", "x:\n  - a\n  b: 1\n", 2, 0, "did not find expected '-' indicator"},
+		{"unclosed flow mapping", "x: 1\ny: {a: 1\nz: 2\n", 2, 0, "did not find expected ',' or '}', in the block starting on this line"},
+		{"sequence in mapping", "x: 1\ny: 2\n- a\n", 3, 0, "did not find expected key, in the block starting on this line"},
+		{"bad indentation", "x:\n  - a\n  b: 1\n", 2, 0, "did not find expected '-' indicator, in the block starting on this line"},
 		{"unterminated quote", "x: 1\ny: \"abc\n", 2, 0, "found unexpected end of stream"},
 		{"bad escape", "x: 1\ny: \"\\q\"\n", 2, 0, "found unknown escape character"},
 		{"surrogate escape", "a: \"\\ud800\"", 1, 0, "found invalid Unicode character escape code"},
@@ -342,4 +494,42 @@ func TestParseYAMLCanonical(t *testing.T) {
 	if string(ca) != string(cb) || string(ca) != `{"a":{"x":null,"y":"é"},"b":[1,2.5]}` {
 		t.Errorf("Canonical(YAML) = %s, Canonical(JSON) = %s", ca, cb)
 	}
+}
+
+// FuzzCheckYAML checks that the readers that keep positions (ParseYAMLNode,
+// CheckYAML, YAMLPairs) agree with ParseYAML: whatever they report,
+// ParseYAML refuses, and whatever ParseYAML accepts reads the same through
+// YAMLPairs.
+func FuzzCheckYAML(f *testing.F) {
+	for _, s := range []string{
+		"a: 1\n", "", "# c\n", "a: 1\n---\nb: 2\n", "1: a\nb: 1\nb: 2\n", "a: &a [*a]\n",
+		"base: &b {a: 1, b: 2}\nm:\n  <<: *b\n  b: 3\n", "m: {<<: [{a: 1}, {a: 2, b: 3}], c: 4}\n",
+		"x: &x {a: 1}\ny: &y {<<: *x, b: 2}\nz: {<<: [*y, *x]}\n", "s: &s x\nm: {<<: *s}\n",
+		"a: {k: 1, k: 2}\n", "? [a]\n: 1\n", "a: .inf\n", "a: b: c\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, perr := cas.ParseYAML(data)
+		doc, err := cas.ParseYAMLNode(data)
+		if err != nil || doc == nil {
+			if perr == nil {
+				t.Fatalf("ParseYAMLNode(%q) = %v, %v but ParseYAML accepts it", data, doc, err)
+			}
+			return
+		}
+		problems, _, err := cas.CheckYAML(doc)
+		if len(problems) > 0 || err != nil {
+			if perr == nil {
+				t.Fatalf("CheckYAML(%q) = %v, %v but ParseYAML accepts it", data, problems, err)
+			}
+			return
+		}
+		if perr != nil {
+			return // a scalar's problem: CheckYAML leaves values to their readers
+		}
+		if got := pairsValue(t, doc); !reflect.DeepEqual(got, v) {
+			t.Fatalf("read through YAMLPairs, %q = %#v; ParseYAML = %#v", data, got, v)
+		}
+	})
 }

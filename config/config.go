@@ -151,15 +151,15 @@ func Load(home string, builtins Builtins) (*Config, error) {
 func Parse(file string, data []byte, builtins Builtins) (*Config, error) {
 	ps := &yamldoc.Problems{File: file}
 	c := &Config{}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := cas.ParseYAMLNode(data)
+	if err != nil {
 		yamldoc.AddYAMLError(ps, err)
 		return nil, ps.Err()
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	if doc == nil || len(doc.Content) == 0 {
 		return c, nil
 	}
-	if fatal, _ := yamldoc.CheckTree(ps, &doc); fatal {
+	if fatal, _ := yamldoc.CheckTree(ps, doc); fatal {
 		return nil, ps.Err()
 	}
 	cp := &configParser{ps: ps, c: c, at: map[string]yamldoc.Position{}, builtins: builtins}
@@ -858,12 +858,14 @@ func Set(home, path, value string, builtins Builtins) error {
 		perm = fi.Mode().Perm()
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if parsed, err := cas.ParseYAMLNode(data); err != nil {
 		_, perr := Parse(file, data, builtins)
 		if perr == nil {
 			perr = err
 		}
 		return fmt.Errorf("config set %s: %w", path, perr)
+	} else if parsed != nil {
+		doc = *parsed
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}

@@ -157,6 +157,9 @@ func TestLoadErrors(t *testing.T) {
 				"config.yaml:2:15: defaultAgent: must be a string, not a mapping"},
 		{"syntax", "agents:\n  coder: [\n", `config.yaml:3: YAML syntax: did not find expected node content, in the block starting on this line`},
 		{"duplicate", "defaultAgent: llm\ndefaultAgent: human\n", `config.yaml:2:1: duplicate key "defaultAgent" (first at line 1)`},
+		{"two documents", "defaultAgent: llm\n---\ndefaultAgent: human\n", `config.yaml:2:1: YAML syntax: more than one document: a second one starts here`},
+		{"control character", "defaultAgent: l\x01m\n", `config.yaml:1:16: YAML syntax: control character U+0001 is not allowed in YAML`},
+		{"merge of a scalar", "agents:\n  a: {<<: x, command: c}\n", `config.yaml:2:11: a merge (<<) needs a mapping or a sequence of mappings`},
 		{"not a mapping", "- a\n", `config.yaml:1:1: config.yaml is a mapping (agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets), not a list`},
 	}
 	for _, tc := range tests {
@@ -316,6 +319,29 @@ func TestAgent(t *testing.T) {
 		if a, ok := c.Agent(name); ok {
 			t.Errorf("Agent(%q) = %+v, true; want no entry", name, a)
 		}
+	}
+}
+
+// TestMergeKeys: config.yaml may share settings through YAML merge keys;
+// keys written beside a merge win over merged ones.
+func TestMergeKeys(t *testing.T) {
+	c := mustLoad(t, writeHome(t, `agents:
+  base: &base
+    command: claude
+    args: [-p]
+    timeout: 20m
+  careful:
+    <<: *base
+    timeout: 1h
+  quick: {<<: *base, args: [-p, --fast]}
+`))
+	careful, ok := c.Agent("careful")
+	if !ok || careful.Command != "claude" || careful.Timeout != time.Hour || !slices.Equal(careful.Args, []string{"-p"}) {
+		t.Errorf("Agent(careful) = %+v, %v; want claude -p, 1h", careful, ok)
+	}
+	quick, ok := c.Agent("quick")
+	if !ok || quick.Command != "claude" || quick.Timeout != 20*time.Minute || !slices.Equal(quick.Args, []string{"-p", "--fast"}) {
+		t.Errorf("Agent(quick) = %+v, %v; want claude -p --fast, 20m", quick, ok)
 	}
 }
 

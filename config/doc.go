@@ -22,8 +22,8 @@
 // # Validation
 //
 // [Load] and [Parse] check config.yaml as YAML (one document, string keys,
-// no duplicates, no merge keys, aliases bounded, as workflow files) and as
-// a configuration (known keys, durations, URLs, variable names, names of
+// no duplicates, merge keys resolved, aliases bounded, as workflow files:
+// [cas.CheckYAML]) and as a configuration (known keys, durations, URLs, variable names, names of
 // agents, providers and models that exist). The error is a
 // *[ValidationError] with one "file:line:col: message" per problem.
 // [Config.Get], [Config.List], [Masked] and [Set] back "uwf config

@@ -153,7 +153,7 @@ func lookup(v any, segs []string) (any, string, bool) {
 			}
 			v = next
 		case []any:
-			n, ok := index(seg)
+			n, ok := Index(seg)
 			if !ok {
 				return nil, fmt.Sprintf("%s is an array and %q is not an index", at, seg), false
 			}
@@ -168,9 +168,11 @@ func lookup(v any, segs []string) (any, string, bool) {
 	return v, "", true
 }
 
-// index parses a canonical decimal array index: digits, no sign, no leading
-// zero except "0" itself.
-func index(s string) (int, bool) {
+// Index parses a template path segment as an array index, as [Render]
+// reads it: canonical decimal digits, no sign, no leading zero except "0"
+// itself, within int. Package registry checks templates against role
+// schemas with it, so validation and rendering agree on what an index is.
+func Index(s string) (int, bool) {
 	if s == "" || (len(s) > 1 && s[0] == '0') {
 		return 0, false
 	}
@@ -180,5 +182,8 @@ func index(s string) (int, bool) {
 		}
 	}
 	n, err := strconv.Atoi(s)
-	return n, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }

@@ -270,3 +270,29 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func TestIndex(t *testing.T) {
+	for _, c := range []struct {
+		seg  string
+		want int
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"7", 7, true},
+		{"42", 42, true},
+		{"1234567890", 1234567890, true},
+		{"", 0, false},
+		{"01", 0, false},
+		{"00", 0, false},
+		{"-1", 0, false},
+		{"+1", 0, false},
+		{"1a", 0, false},
+		{"x", 0, false},
+		{"99999999999999999999999", 0, false}, // beyond int
+	} {
+		got, ok := moderator.Index(c.seg)
+		if got != c.want || ok != c.ok {
+			t.Errorf("Index(%q) = %d, %v; want %d, %v", c.seg, got, ok, c.want, c.ok)
+		}
+	}
+}

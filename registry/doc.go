@@ -25,8 +25,8 @@
 // # Validation
 //
 // [Parse] checks the file as YAML (one document, string keys, no
-// duplicates, no merge keys, aliases bounded) and as a workflow (the rules
-// of docs/WORKFLOWS.md). The error is a *[ValidationError] whose Error
+// duplicates, merge keys resolved, aliases bounded: [cas.CheckYAML]) and
+// as a workflow (the rules of docs/WORKFLOWS.md). The error is a *[ValidationError] whose Error
 // prints one "file:line:col: message" per problem, sorted by position.
 // [Workflow.Validate] applies the same rules to a workflow built in Go.
 //

@@ -1,10 +1,8 @@
 package registry
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -26,8 +24,8 @@ const maxMaxSteps = 1 << 53
 //
 // The file must be one YAML document, a mapping with the keys name,
 // description, maxSteps, roles and graph (docs/WORKFLOWS.md). Keys must be
-// strings and unique, merge keys (<<) are refused, and aliases may not
-// expand the document by more than 10,000 nodes. Every problem is reported
+// strings and unique, merge keys (<<) are resolved, and aliases may not
+// expand the document by more than 10,000 nodes ([cas.CheckYAML]). Every problem is reported
 // at once: the error is a *[ValidationError] (wrapping [cas.ErrInvalid])
 // whose Error prints one "file:line:col: message" per line. Data larger
 // than [MaxWorkflowSize] is refused before it is parsed, with an error
@@ -79,31 +77,16 @@ func parse(file string, data []byte) (w *Workflow, ps *problems) {
 			ps.List = append(ps.List, Problem{Msg: fmt.Sprintf("YAML: cannot parse: %v", r)})
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			ps.List = append(ps.List, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
-		} else {
-			yamldoc.AddYAMLError(ps, err)
-		}
-		return nil, ps
-	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
+	doc, err := cas.ParseYAMLNode(data)
+	switch {
 	case err != nil:
 		yamldoc.AddYAMLError(ps, err)
 		return nil, ps
-	default:
-		at := yamldoc.Pos(&next)
-		if len(next.Content) > 0 {
-			at = yamldoc.Pos(next.Content[0])
-		}
-		ps.Add(at, "a second YAML document starts here: a workflow file holds exactly one")
+	case doc == nil:
+		ps.List = append(ps.List, Problem{Msg: "the file is empty: a workflow is a YAML mapping with name, roles and graph"})
 		return nil, ps
 	}
-	fatal, bad := yamldoc.CheckTree(ps, &doc)
+	fatal, bad := yamldoc.CheckTree(ps, doc)
 	if fatal || len(doc.Content) == 0 {
 		return nil, ps
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,6 +272,57 @@ graph:
 	w := mustParse(t, "a.yaml", []byte(data))
 	if w.Graph["a"]["done"].Role != "b" || w.Roles["b"].Frontmatter == nil {
 		t.Errorf("aliases not followed: %+v", w)
+	}
+}
+
+// TestMergeKeys parses a workflow that shares parts through merge keys and
+// the same workflow written out: they are the same workflow.
+func TestMergeKeys(t *testing.T) {
+	merged := `name: mini
+roles:
+  a: &role
+    goal: Work.
+    frontmatter: &schema
+      type: object
+      properties:
+        status: { const: done }
+  b:
+    <<: *role
+    goal: Review.
+    frontmatter:
+      <<: *schema
+      required: [status]
+graph:
+  $START: { new: &edge { role: a, prompt: Start. } }
+  a: { done: { <<: *edge, role: b } }
+  b: { done: { <<: [{ role: $END }, *edge] } }
+`
+	written := `name: mini
+roles:
+  a:
+    goal: Work.
+    frontmatter:
+      type: object
+      properties:
+        status: { const: done }
+  b:
+    goal: Review.
+    frontmatter:
+      type: object
+      properties:
+        status: { const: done }
+      required: [status]
+graph:
+  $START: { new: { role: a, prompt: Start. } }
+  a: { done: { role: b, prompt: Start. } }
+  b: { done: { role: $END, prompt: Start. } }
+`
+	m, w := mustParse(t, "m.yaml", []byte(merged)), mustParse(t, "w.yaml", []byte(written))
+	if !reflect.DeepEqual(m.Roles, w.Roles) || !reflect.DeepEqual(m.Graph, w.Graph) {
+		t.Errorf("merged workflow differs from the one written out:\nroles %+v\ngraph %+v\nwant roles %+v\ngraph %+v", m.Roles, m.Graph, w.Roles, w.Graph)
+	}
+	if m.Roles["b"].Goal != "Review." {
+		t.Errorf("a written key lost to a merged one: goal %q", m.Roles["b"].Goal)
 	}
 }
 

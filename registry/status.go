@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/roleschema"
 )
 
@@ -67,7 +68,7 @@ func findField(root any, ps []map[string]any, segs []string) int {
 	cur := ps
 	for i, seg := range segs {
 		var next []any
-		idx, isIndex := index(seg)
+		idx, isIndex := moderator.Index(seg)
 		for _, p := range cur {
 			if props, ok := p["properties"].(map[string]any); ok {
 				if s, ok := props[seg]; ok {
@@ -103,20 +104,4 @@ func propertyNames(ps []map[string]any) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// index parses a template segment as an array index: decimal, no leading
-// zeros (as moderator reads it).
-func index(s string) (int, bool) {
-	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
 }

@@ -15,19 +15,23 @@ const module = "github.com/uncaged/uwf"
 // and the third-party modules it may import directly (besides the standard
 // library and internal/...). It is the table in docs/ARCHITECTURE.md.
 var allowed = map[string][]string{
-	"cas":          {"github.com/cespare/xxhash/v2", "github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text", "gopkg.in/yaml.v3"},
-	"cas/castest":  {"cas"},
-	"cas/disk":     {"cas"},
-	"cas/postgres": {"cas", "github.com/jackc/pgx/v5"},
-	"moderator":    {},
-	"roleschema":   {},
-	"extract":      {"cas", "roleschema"},
-	"agent":        {"cas", "config", "roleschema"},
-	"config":       {"cas", "gopkg.in/yaml.v3"},
-	"registry":     {"cas", "moderator", "roleschema", "gopkg.in/yaml.v3"},
-	"examples":     {},
-	"thread":       {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
-	"store":        {"cas", "cas/disk", "cas/postgres"},
+	"cas":            {"github.com/cespare/xxhash/v2", "github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text", "gopkg.in/yaml.v3"},
+	"cas/castest":    {"cas"},
+	"cas/disk":       {"cas"},
+	"cas/postgres":   {"cas", "github.com/jackc/pgx/v5"},
+	"moderator":      {},
+	"roleschema":     {},
+	"extract":        {"cas", "roleschema"},
+	"agent":          {"cas", "config", "roleschema"},
+	"config":         {"cas", "gopkg.in/yaml.v3"},
+	"registry":       {"cas", "moderator", "roleschema", "gopkg.in/yaml.v3"},
+	"examples":       {},
+	"bench/backends": {"cas"}, // benchmarks comparing the backends (their tests import them)
+	// Not written yet: SPEC §1's rows, so that they start inside the rules.
+	"serve":  {"thread", "registry", "config", "cas", "store"},
+	"worker": {"thread", "registry", "config", "cas", "store"},
+	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
+	"store":  {"cas", "cas/disk", "cas/postgres"},
 	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
@@ -39,53 +43,139 @@ var internalAllowed = map[string][]string{
 	"internal/atomicfile": {"golang.org/x/sys"},        // renameat2, syncfs, flock on every Unix architecture
 }
 
-type pkg struct {
-	ImportPath string
-	Imports    []string
-	Standard   bool
+// testAlso lists what the tests of every package may import besides what
+// the package itself may: the conformance suite, the store opener and the
+// backends (a backend matrix needs them, and pgx to reach behind a
+// PostgreSQL store's back: drop a schema, damage a row), and the bundled
+// example workflows (fixtures). It is the second table in
+// docs/ARCHITECTURE.md.
+var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "github.com/jackc/pgx/v5", "examples"}
+
+// testNever lists what a package's tests may not import even so: the
+// backends' tests never import each other (a cross-backend benchmark lives
+// in bench/backends).
+var testNever = map[string][]string{
+	"cas/disk":     {"cas/postgres", "github.com/jackc/pgx/v5"},
+	"cas/postgres": {"cas/disk"},
 }
 
-func TestImportLayers(t *testing.T) {
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string // of the package's own _test.go files
+	XTestImports []string // of its package <name>_test files
+}
+
+// listPackages returns every package of the module, by go list.
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
 	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	var ps []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
-	seen := 0
 	for dec.More() {
 		var p pkg
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		t.Fatal("go list found no packages")
+	}
+	return ps
+}
+
+func TestImportLayers(t *testing.T) {
+	for _, p := range listPackages(t) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		internal := rel == "internal" || strings.HasPrefix(rel, "internal/")
-		rules, known := allowed[rel]
-		if internal {
-			rules = internalAllowed[rel]
-		}
-		if !known && !internal {
+		rules, known := rulesOf(rel)
+		if !known {
 			t.Errorf("package %s is not in the import table: add it to docs/ARCHITECTURE.md and this test", p.ImportPath)
 			continue
 		}
-		seen++
-		for _, imp := range p.Imports {
-			if isStd(imp) {
-				continue
-			}
-			irel, ours := strings.CutPrefix(imp, module+"/")
-			switch {
-			case ours && (irel == "internal" || strings.HasPrefix(irel, "internal/")):
-				// Any package may use internal helpers.
-			case ours && !slices.Contains(rules, irel):
-				t.Errorf("%s imports %s, which the layer table does not allow", rel, irel)
-			case !ours && !allowedModule(rules, imp):
-				t.Errorf("%s imports third-party %s, which the layer table does not allow", rel, imp)
-			}
+		for _, why := range violations(rel, p.Imports, rules, nil) {
+			t.Errorf("%s %s, which the layer table does not allow", rel, why)
 		}
 	}
-	if seen == 0 {
-		t.Fatal("go list found no packages")
+}
+
+// TestTestImports checks the imports of every package's tests: what the
+// package may import, plus testAlso, minus testNever.
+func TestTestImports(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		rules, known := rulesOf(rel)
+		if !known {
+			continue // TestImportLayers reports it
+		}
+		rules = append(append(slices.Clone(rules), testAlso...), rel) // an external test imports its own package
+		imports := append(slices.Clone(p.TestImports), p.XTestImports...)
+		for _, why := range violations(rel, imports, rules, testNever[rel]) {
+			t.Errorf("tests of %s: %s, which the test import table does not allow", rel, why)
+		}
 	}
+}
+
+// TestRules checks the rules the tables above rely on, against a made-up
+// package, so that a broken checker cannot pass every package.
+func TestRules(t *testing.T) {
+	for _, c := range []struct {
+		rel     string
+		imports []string
+		rules   []string
+		never   []string
+		bad     int
+	}{
+		{"agent", []string{"fmt", module + "/cas", module + "/internal/secret"}, []string{"cas"}, nil, 0},
+		{"agent", []string{module + "/extract"}, []string{"cas"}, nil, 1},
+		{"agent", []string{module + "/thread", "github.com/x/y"}, []string{"cas"}, nil, 2},
+		{"cas", []string{"github.com/cespare/xxhash/v2"}, []string{"github.com/cespare/xxhash/v2"}, nil, 0},
+		{"cas", []string{"github.com/cespare/xxhash/v2/sub"}, []string{"github.com/cespare/xxhash/v2"}, nil, 0},
+		{"cas", []string{"github.com/cespare/xxhash/v3"}, []string{"github.com/cespare/xxhash/v2"}, nil, 1},
+		{"cas/disk", []string{module + "/cas/postgres"}, append([]string{"cas"}, testAlso...), testNever["cas/disk"], 1},
+		{"cas/disk", []string{"github.com/jackc/pgx/v5/pgxpool"}, append([]string{"cas"}, testAlso...), testNever["cas/disk"], 1},
+		{"cas/postgres", []string{module + "/cas/disk"}, append([]string{"cas"}, testAlso...), testNever["cas/postgres"], 1},
+		{"thread", []string{module + "/cas/disk", module + "/store"}, append([]string{"cas"}, testAlso...), nil, 0},
+	} {
+		if got := violations(c.rel, c.imports, c.rules, c.never); len(got) != c.bad {
+			t.Errorf("violations(%s, %v) = %q, want %d", c.rel, c.imports, got, c.bad)
+		}
+	}
+}
+
+// rulesOf returns the imports the table allows the package rel.
+func rulesOf(rel string) (rules []string, known bool) {
+	if rel == "internal" || strings.HasPrefix(rel, "internal/") {
+		return internalAllowed[rel], true
+	}
+	rules, known = allowed[rel]
+	return rules, known
+}
+
+// violations says which of imports the rules do not allow (or never
+// forbids): standard packages and internal helpers are always allowed.
+func violations(rel string, imports, rules, never []string) []string {
+	var out []string
+	for _, imp := range imports {
+		if isStd(imp) {
+			continue
+		}
+		irel, ours := strings.CutPrefix(imp, module+"/")
+		switch {
+		case ours && slices.Contains(never, irel), !ours && allowedModule(never, imp):
+			out = append(out, "imports "+imp+" (the backends' tests never import each other)")
+		case ours && (irel == "internal" || strings.HasPrefix(irel, "internal/")):
+			// Any package may use internal helpers.
+		case ours && !slices.Contains(rules, irel):
+			out = append(out, "imports "+irel)
+		case !ours && !allowedModule(rules, imp):
+			out = append(out, "imports third-party "+imp)
+		}
+	}
+	return out
 }
 
 func allowedModule(rules []string, imp string) bool {

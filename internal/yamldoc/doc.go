@@ -2,9 +2,10 @@
 // definitions, config.yaml; [ReadFile] bounds their size) as yaml.v3 node
 // trees, keeping every line and
 // column, and collects what is wrong with them as [Problem]s of one
-// *[ValidationError]: [CheckTree] bounds a document (depth, alias
-// expansion) and rejects key problems before anything reads it; [Resolve],
-// [Pairs], [Describe] and the other helpers read nodes; [NameProblem] is
+// *[ValidationError]: [CheckTree] applies [cas.CheckYAML] (the one
+// YAML safety check: depth, alias expansion, key problems; merge keys
+// accepted) before anything reads a document; [Resolve], [Pairs] (merged
+// keys included), [Describe] and the other helpers read nodes; [NameProblem] is
 // the grammar of the names such files define.
 //
 // It is used by packages registry and config, so both report problems the

@@ -2,10 +2,10 @@ package yamldoc
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,15 +144,6 @@ func isAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// Bounds on what a YAML file may make the parser do.
-const (
-	// maxAliasNodes bounds the nodes that aliases add to a document when
-	// expanded: a "billion laughs" file is rejected before it is expanded.
-	maxAliasNodes = 10_000
-	// maxYAMLDepth bounds the nesting of a document.
-	maxYAMLDepth = 200
-)
-
 // Resolve follows an alias to the node it names.
 func Resolve(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
@@ -226,147 +217,37 @@ func NotString(n *yaml.Node) string {
 	return ", not " + Describe(n)
 }
 
-// Pairs yields the key and value nodes of a mapping, keys resolved, and
-// skips what the tree check has reported: keys that are not strings and
+// Pairs yields the key and value nodes of a mapping as YAML's merge keys
+// make them ([cas.YAMLPairs]): the keys written, then merged ones, and
+// skips what [CheckTree] has reported: keys that are not strings and
 // duplicates (the first one is kept).
 func Pairs(m *yaml.Node) iter.Seq2[*yaml.Node, *yaml.Node] {
-	return func(yield func(*yaml.Node, *yaml.Node) bool) {
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			k := Resolve(m.Content[i])
-			if k == nil || !IsText(k) || seen[k.Value] {
-				continue
-			}
-			seen[k.Value] = true
-			if !yield(m.Content[i], m.Content[i+1]) {
-				return
-			}
-		}
-	}
+	return cas.YAMLPairs(Resolve(m))
 }
 
-// treeCheck walks a whole document once before anything reads it: it bounds
-// depth and alias expansion, finds alias cycles, and rejects keys that are
-// not strings, merge keys and duplicate keys.
-type treeCheck struct {
-	ps         *Problems
-	size       map[*yaml.Node]int  // expanded size of nodes an alias named
-	visiting   map[*yaml.Node]bool // for cycles
-	aliasNodes int                 // nodes added by aliases so far
-	fatal      bool                // stop: nothing may read this document
-	bad        map[*yaml.Node]bool // mappings with a key problem
-}
-
-// CheckTree walks a whole document once before anything reads it, adding
-// to ps what is wrong: nesting deeper than 200 levels, aliases that
-// expand to more than 10,000 nodes or into themselves, keys that are not
-// strings, merge keys and duplicate keys. fatal means nothing may read the
-// document; bad holds the mappings with a key problem (see [ContainsBad]).
+// CheckTree checks a whole document once before anything reads it, with
+// the rules of [cas.CheckYAML] (the ones every YAML value uwf reads
+// follows), adding to ps what is wrong: nesting deeper than [cas.MaxDepth]
+// levels, aliases that expand to more than 10,000 nodes or into
+// themselves, keys that are not strings, duplicate keys, merges (<<) of
+// what is not a mapping. Merge keys are accepted. fatal means nothing may
+// read the document; bad holds the mappings with a key problem (see
+// [ContainsBad]).
 func CheckTree(ps *Problems, doc *yaml.Node) (fatal bool, bad map[*yaml.Node]bool) {
-	t := newTreeCheck(ps)
-	t.walk(doc, 0)
-	return t.fatal, t.bad
-}
-
-func newTreeCheck(ps *Problems) *treeCheck {
-	return &treeCheck{ps: ps, size: map[*yaml.Node]int{}, visiting: map[*yaml.Node]bool{}, bad: map[*yaml.Node]bool{}}
-}
-
-func (t *treeCheck) walk(n *yaml.Node, depth int) {
-	if n == nil || t.fatal {
-		return
+	problems, bad, err := cas.CheckYAML(doc)
+	for _, p := range problems {
+		ps.Add(Position{Line: p.Line, Col: p.Column}, "%s", p.Msg)
 	}
-	if depth > maxYAMLDepth {
-		t.ps.Add(Pos(n), "nested deeper than %d levels", maxYAMLDepth)
-		t.fatal = true
-		return
-	}
-	switch n.Kind {
-	case yaml.DocumentNode, yaml.SequenceNode:
-		for _, c := range n.Content {
-			t.walk(c, depth+1)
+	if err != nil {
+		var se *cas.SyntaxError
+		if errors.As(err, &se) {
+			ps.Add(Position{Line: se.Line, Col: se.Column}, "%s", se.Msg)
+		} else {
+			ps.Add(Position{}, "%s", err)
 		}
-	case yaml.MappingNode:
-		seen := map[string]*yaml.Node{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind == yaml.AliasNode {
-				t.walk(k, depth+1)
-			}
-			kr := Resolve(k)
-			switch {
-			case kr == nil || t.fatal:
-			case kr.Kind == yaml.ScalarNode && kr.ShortTag() == "!!merge":
-				t.ps.Add(Pos(k), "merge keys (<<) are not supported: write the keys out")
-				t.bad[n] = true
-			case kr.Kind != yaml.ScalarNode:
-				t.ps.Add(Pos(k), "a key must be a string, not %s", Describe(kr))
-				t.bad[n] = true
-			case !IsText(kr):
-				if kr.Value == "" {
-					t.ps.Add(Pos(k), "a key must be a string, not empty")
-				} else {
-					t.ps.Add(Pos(k), "key %s is %s to YAML: quote it (%s)", kr.Value, Describe(kr), strconv.Quote(kr.Value))
-				}
-				t.bad[n] = true
-			default:
-				if first, dup := seen[kr.Value]; dup {
-					t.ps.Add(Pos(k), "duplicate key %s (first at line %d)", strconv.Quote(kr.Value), first.Line)
-					t.bad[n] = true
-				} else {
-					seen[kr.Value] = k
-				}
-			}
-			t.walk(v, depth+1)
-		}
-	case yaml.AliasNode:
-		sz := t.expand(n.Alias, 0)
-		if sz < 0 {
-			t.ps.Add(Pos(n), "alias *%s is inside the node it names (a cycle)", n.Value)
-			t.fatal = true
-			return
-		}
-		t.aliasNodes += sz
-		if t.aliasNodes > maxAliasNodes {
-			t.ps.Add(Pos(n), "aliases expand to more than %d nodes (at *%s): anchors and aliases may not multiply the document", maxAliasNodes, n.Value)
-			t.fatal = true
-		}
+		return true, bad
 	}
-}
-
-// expand returns the number of nodes n stands for with its aliases
-// expanded, saturating just past maxAliasNodes, or -1 if n contains an alias
-// to itself. It remembers sizes, so a document of nested aliases costs time
-// linear in its text.
-func (t *treeCheck) expand(n *yaml.Node, depth int) int {
-	if n == nil {
-		return 0
-	}
-	if s, ok := t.size[n]; ok {
-		return s
-	}
-	if t.visiting[n] || depth > 10*maxYAMLDepth {
-		return -1
-	}
-	t.visiting[n] = true
-	defer delete(t.visiting, n)
-	total := 1
-	if n.Kind == yaml.AliasNode {
-		total = 0
-	}
-	kids := n.Content
-	if n.Kind == yaml.AliasNode {
-		kids = []*yaml.Node{n.Alias}
-	}
-	for _, c := range kids {
-		s := t.expand(c, depth+1)
-		if s < 0 {
-			return -1
-		}
-		total = min(total+s, maxAliasNodes+1)
-	}
-	t.size[n] = total
-	return total
+	return false, bad
 }
 
 // ContainsBad reports whether the tree under n holds a mapping with a key
@@ -423,34 +304,13 @@ func Lookup(m *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// parserErrors are the YAML parser's (not scanner's) messages: yaml.v3
-// reports them with the 0-based line of the construct being parsed.
-var parserErrors = []string{
-	"did not find expected key",
-	"did not find expected node content",
-	"did not find expected '-' indicator",
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"did not find expected <document start>",
-}
-
-// AddYAMLError records an error of the YAML parser, with its line if known.
+// AddYAMLError records an error of [cas.ParseYAMLNode] (a *[cas.SyntaxError],
+// with its position) as a problem of the file.
 func AddYAMLError(ps *Problems, err error) {
-	if m := yamlLineError.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		msg := m[2]
-		if slices.Contains(parserErrors, msg) {
-			line++
-			msg += ", in the block starting on this line"
-		}
-		ps.List = append(ps.List, Problem{Line: line, Msg: "YAML syntax: " + msg})
+	var se *cas.SyntaxError
+	if errors.As(err, &se) {
+		ps.List = append(ps.List, Problem{Line: se.Line, Column: se.Column, Msg: "YAML syntax: " + se.Msg})
 		return
 	}
-	msg := err.Error()
-	if len(msg) > 6 && msg[:6] == "yaml: " {
-		msg = msg[6:]
-	}
-	ps.List = append(ps.List, Problem{Msg: "YAML: " + msg})
+	ps.List = append(ps.List, Problem{Msg: "YAML: " + err.Error()})
 }

@@ -68,10 +68,13 @@ func TestCheckTree(t *testing.T) {
 	}{
 		{"clean", "a: 1\nb: [x, {c: d}]\n", false, ""},
 		{"duplicate", "a: 1\na: 2\n", false, `f.yaml:2:1: duplicate key "a" (first at line 1)`},
-		{"merge key", "base: &b {x: 1}\nc:\n  <<: *b\n", false, "f.yaml:3:3: merge keys (<<) are not supported: write the keys out"},
-		{"non-string key", "1: a\n", false, "f.yaml:1:1: key 1 is an integer to YAML: quote it (\"1\")"},
+		{"merge key", "base: &b {x: 1}\nc:\n  <<: *b\n", false, ""},
+		{"merge of a scalar", "base: &b x\nc:\n  <<: *b\n", false, "f.yaml:3:7: a merge (<<) needs a mapping or a sequence of mappings"},
+		{"non-string key", "1: a\n", false, "f.yaml:1:1: key 1 is !!int, not a string: quote it"},
+		{"two key problems", "1: a\nb: 1\nb: 2\n", false, "f.yaml:1:1: key 1 is !!int, not a string: quote it\nf.yaml:3:1: duplicate key \"b\" (first at line 2)"},
+		{"cycle", "a: &a [*a]\n", true, "f.yaml:1:8: alias *a refers to a node that contains it"},
 		{"laughs", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n", true, "aliases expand to more than 10000 nodes"},
-		{"deep", strings.Repeat("[", 210) + strings.Repeat("]", 210) + "\n", true, "nested deeper than 200 levels"},
+		{"deep", strings.Repeat("[", cas.MaxDepth+1) + strings.Repeat("]", cas.MaxDepth+1) + "\n", true, "nesting deeper than 1000 levels"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +89,24 @@ func TestCheckTree(t *testing.T) {
 				t.Errorf("CheckTree(%q) = fatal %v, %v; want fatal %v, %q", tc.name, fatal, err, tc.fatal, tc.want)
 			}
 		})
+	}
+}
+
+func TestPairsMerged(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("base: &b {x: 1, y: 2}\nc:\n  <<: *b\n  y: 3\n"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := yamldoc.Lookup(doc.Content[0], "c")
+	var got []string
+	for k, v := range yamldoc.Pairs(c) {
+		got = append(got, k.Value+"="+yamldoc.Resolve(v).Value)
+	}
+	if strings.Join(got, " ") != "y=3 x=1" {
+		t.Errorf("Pairs of a mapping with a merge = %q, want [y=3 x=1]", got)
+	}
+	if x := yamldoc.Lookup(c, "x"); x == nil || x.Value != "1" {
+		t.Errorf("Lookup of a merged key = %v, want 1", x)
 	}
 }
 

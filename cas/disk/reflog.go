@@ -470,14 +470,9 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		return nil
 	}
 	lower := strings.ToLower(name)
-	unlockG, err := lockWait(ctx, r.globalLock, lockEx)
+	unlock, err := r.lockRef(ctx, name, true)
 	if err != nil {
-		return fmt.Errorf("disk: lock refs: %w", err)
-	}
-	defer unlockG()
-	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
-	if err != nil {
-		return fmt.Errorf("disk: lock ref %s: %w", name, err)
+		return err
 	}
 	defer unlock()
 

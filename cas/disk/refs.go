@@ -281,16 +281,9 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 		return err
 	}
 	lower := strings.ToLower(name)
-	if old.IsZero() || new.IsZero() {
-		unlock, err := lockWait(ctx, r.globalLock, lockEx)
-		if err != nil {
-			return fmt.Errorf("disk: lock refs: %w", err)
-		}
-		defer unlock()
-	}
-	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
+	unlock, err := r.lockRef(ctx, name, old.IsZero() || new.IsZero())
 	if err != nil {
-		return fmt.Errorf("disk: lock ref %s: %w", name, err)
+		return err
 	}
 	defer unlock()
 
@@ -348,14 +341,9 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		return err
 	}
 	lower := strings.ToLower(name)
-	unlockG, err := lockWait(ctx, r.globalLock, lockEx)
+	unlock, err := r.lockRef(ctx, name, true)
 	if err != nil {
-		return fmt.Errorf("disk: lock refs: %w", err)
-	}
-	defer unlockG()
-	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
-	if err != nil {
-		return fmt.Errorf("disk: lock ref %s: %w", name, err)
+		return err
 	}
 	defer unlock()
 
@@ -508,4 +496,23 @@ func (r *Refs) removeRef(lower string) error {
 		}
 	}
 	return nil
+}
+
+// lockRef takes the exclusive lock of ref name's stripe, first the global
+// refs lock too if global is set (a change that creates or deletes a name,
+// or rewrites a log: no folder or case clash may appear meanwhile). unlock
+// releases both.
+func (r *Refs) lockRef(ctx context.Context, name string, global bool) (unlock func(), err error) {
+	unlockG := func() {}
+	if global {
+		if unlockG, err = lockWait(ctx, r.globalLock, lockEx); err != nil {
+			return nil, fmt.Errorf("disk: lock refs: %w", err)
+		}
+	}
+	unlockR, err := lockWait(ctx, r.stripePath(strings.ToLower(name)), lockEx)
+	if err != nil {
+		unlockG()
+		return nil, fmt.Errorf("disk: lock ref %s: %w", name, err)
+	}
+	return func() { unlockR(); unlockG() }, nil
 }

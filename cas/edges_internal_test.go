@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -124,6 +125,17 @@ func TestEdgesMatchReference(t *testing.T) {
 			"if":{"type":"array","minItems":2},
 			"then":{"items":{"$ref":"#/$defs/t"}},
 			"else":{"anyOf":[{"type":"array","items":{"type":"string","format":"cas_ref"}},{"type":"object","additionalProperties":{"$ref":"#/$defs/t"}},{"type":["string","number","null","boolean"]}]}}}}`,
+		"embedded $id and $anchor": `{"$ref":"node.json","$defs":{"n":{"$id":"node.json","$anchor":"top","anyOf":[
+			{"type":"array","prefixItems":[{"const":1}],"items":{"$ref":"#top"}},
+			{"type":"array","items":{"type":"string"}},
+			{"type":"object","additionalProperties":{"$ref":"#top"}},
+			{"type":"string","format":"cas_ref"},
+			{"type":["number","null"]}]}}}`,
+		"$dynamicRef": `{"$defs":{"x":{"$dynamicAnchor":"x","type":["number","boolean"]}},"anyOf":[
+			{"type":"array","items":{"$ref":"#"}},
+			{"type":"array","items":{"type":"string"}},
+			{"type":"string","format":"cas_ref"},
+			{"type":"object","additionalProperties":{"$dynamicRef":"#x"}}]}`,
 		"allOf and numbers": `{"type":"object","allOf":[
 			{"properties":{"n":{"type":"integer"}}},
 			{"additionalProperties":{"anyOf":[{"type":"number","minimum":0},{"type":"string","format":"cas_ref"},{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"string","format":"cas_ref"}]}}]}}]}`,
@@ -138,6 +150,9 @@ func TestEdgesMatchReference(t *testing.T) {
 			s, err := CompileSchema(pdoc)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if s.dynamic != strings.Contains(doc, "$dynamicRef") {
+				t.Fatalf("dynamic = %v: the walker infers branches where it must validate them, or the reverse", s.dynamic)
 			}
 			r := rand.New(rand.NewPCG(7, uint64(len(name))))
 			valid, withEdges := 0, 0

@@ -42,6 +42,10 @@ type Schema struct {
 	// probes answer, for each branch of anyOf, oneOf and if that holds
 	// an edge, whether a value validates against it (see probeBranches).
 	probes map[*jsonschema.Schema]*jsonschema.Schema
+	// dynamic: some subschema has a $dynamicRef or $recursiveRef, whose
+	// target depends on the way there, so the edge walker validates
+	// every branch on its own rather than infer which one a value takes.
+	dynamic bool
 }
 
 // CompileSchema compiles a schema node's payload: a JSON Schema, draft
@@ -94,20 +98,21 @@ func CompileSchema(payload any) (*Schema, error) {
 		if sc.probes, err = probeBranches(c, s, sc.holds); err != nil {
 			return nil, err
 		}
+		for _, sub := range allSchemas(s) {
+			if sub.DynamicRef != nil || sub.RecursiveRef != nil {
+				sc.dynamic = true
+			}
+		}
 	}
 	return sc, nil
 }
 
-// probeBranches compiles, for each branch of anyOf, oneOf and if that the
-// edge walker may have to validate (one in holds), a probe schema
-// {"if": {"$ref": branch}, "else": false}: valid exactly when the branch
-// is. The validator checks an "if" for its verdict only and builds no
-// error paths on the way, whereas validating the branch itself copies the
-// payload path at every failed subschema. For a payload nested n deep
-// under a recursive schema the walker validates n nested subtrees, so
-// those copies made its cost grow as n cubed (12.7 s at MaxDepth, for
-// 16 ms of validation); through the probes it grows as n squared with a
-// small factor.
+// probeBranches compiles a probe schema {"if": {"$ref": b}, "else": false}
+// for the root and for each branch b of anyOf, oneOf and if that the edge
+// walker may have to validate (one in holds): valid exactly when b is.
+// The validator checks an "if" for its verdict only and builds no error
+// paths on the way, whereas validating b itself copies the payload path
+// at every subschema that fails.
 func probeBranches(c *jsonschema.Compiler, root *jsonschema.Schema, holds map[*jsonschema.Schema]bool) (map[*jsonschema.Schema]*jsonschema.Schema, error) {
 	// The root too: whether the payload is valid starts the walk.
 	todo := []*jsonschema.Schema{root}
@@ -712,7 +717,7 @@ func (s *Schema) Edges(payload any) []Edge {
 	}
 	var out []Edge
 	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}, holds: s.holds, probes: s.probes}
-	w.collect(s.s, payload, "", w.valid(s.s, payload))
+	w.collect(s.s, payload, "", !s.dynamic && w.valid(s.s, payload))
 	if len(out) == 0 {
 		return nil
 	}
@@ -758,7 +763,7 @@ func (w *edgeWalker) valid(b *jsonschema.Schema, v any) bool {
 
 // collect finds the edges of v under s. known says that v is known to
 // validate against s (it does when the payload does and every schema on
-// the way here is one v's validity implies): then an anyOf or oneOf with
+// the way here is one v's validity implies; never with dynamic refs): then an anyOf or oneOf with
 // a single branch whose "type" admits v has that branch valid with no
 // validation at all, which keeps the walk of a payload nested n deep
 // under a recursive schema linear in n instead of validating n nested

@@ -39,6 +39,13 @@ type Schema struct {
 	// holds are the subschemas through which an edge can be reached;
 	// the edge walker validates a branch only if it is one.
 	holds map[*jsonschema.Schema]bool
+	// probes answer, for each branch of anyOf, oneOf and if that holds
+	// an edge, whether a value validates against it (see probeBranches).
+	probes map[*jsonschema.Schema]*jsonschema.Schema
+	// dynamic: some subschema has a $dynamicRef or $recursiveRef, whose
+	// target depends on the way there, so the edge walker validates
+	// every branch on its own rather than infer which one a value takes.
+	dynamic bool
 }
 
 // CompileSchema compiles a schema node's payload: a JSON Schema, draft
@@ -88,8 +95,54 @@ func CompileSchema(payload any) (*Schema, error) {
 	sc.hasRefs = w.found
 	if sc.hasRefs {
 		sc.holds = edgeHolders(s)
+		if sc.probes, err = probeBranches(c, s, sc.holds); err != nil {
+			return nil, err
+		}
+		for _, sub := range allSchemas(s) {
+			if sub.DynamicRef != nil || sub.RecursiveRef != nil {
+				sc.dynamic = true
+			}
+		}
 	}
 	return sc, nil
+}
+
+// probeBranches compiles a probe schema {"if": {"$ref": b}, "else": false}
+// for the root and for each branch b of anyOf, oneOf and if that the edge
+// walker may have to validate (one in holds): valid exactly when b is.
+// The validator checks an "if" for its verdict only and builds no error
+// paths on the way, whereas validating b itself copies the payload path
+// at every subschema that fails.
+func probeBranches(c *jsonschema.Compiler, root *jsonschema.Schema, holds map[*jsonschema.Schema]bool) (map[*jsonschema.Schema]*jsonschema.Schema, error) {
+	// The root too: whether the payload is valid starts the walk.
+	todo := []*jsonschema.Schema{root}
+	for _, s := range allSchemas(root) {
+		for _, b := range slices.Concat(s.AnyOf, s.OneOf) {
+			if holds[b] {
+				todo = append(todo, b)
+			}
+		}
+		if s.If != nil && (holds[s.If] || holds[s.Then] || holds[s.Else]) {
+			todo = append(todo, s.If)
+		}
+	}
+	probes := map[*jsonschema.Schema]*jsonschema.Schema{}
+	for _, b := range todo {
+		if _, ok := probes[b]; ok {
+			continue
+		}
+		url := "uwf:///probe/" + strconv.Itoa(len(probes)) + ".json"
+		doc := map[string]any{"if": map[string]any{"$ref": b.Location}, "else": false}
+		if err := c.AddResource(url, doc); err != nil {
+			return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
+		}
+		p, err := c.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("%w: schema: %s", ErrInvalid, schemaErrorText(err))
+		}
+		probes[b] = p
+	}
+	return probes, nil
 }
 
 // metaSchema is the [Schema] of the meta-schema: a payload is valid if it
@@ -663,8 +716,8 @@ func (s *Schema) Edges(payload any) []Edge {
 		return nil
 	}
 	var out []Edge
-	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}, holds: s.holds}
-	w.collect(s.s, payload, "")
+	w := edgeWalker{out: &out, seen: map[edgeVisit]bool{}, holds: s.holds, probes: s.probes}
+	w.collect(s.s, payload, "", !s.dynamic && w.valid(s.s, payload))
 	if len(out) == 0 {
 		return nil
 	}
@@ -693,12 +746,29 @@ type edgeVisit struct {
 // an edge it missed would be an edge Put does not check and GC does not
 // keep.
 type edgeWalker struct {
-	out   *[]Edge
-	seen  map[edgeVisit]bool
-	holds map[*jsonschema.Schema]bool
+	out    *[]Edge
+	seen   map[edgeVisit]bool
+	holds  map[*jsonschema.Schema]bool
+	probes map[*jsonschema.Schema]*jsonschema.Schema
 }
 
-func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
+// valid reports whether v validates against the branch b, through b's
+// probe (the same verdict as b.Validate, without the error paths).
+func (w *edgeWalker) valid(b *jsonschema.Schema, v any) bool {
+	if p, ok := w.probes[b]; ok {
+		return p.Validate(v) == nil
+	}
+	return b.Validate(v) == nil
+}
+
+// collect finds the edges of v under s. known says that v is known to
+// validate against s (it does when the payload does and every schema on
+// the way here is one v's validity implies; never with dynamic refs): then an anyOf or oneOf with
+// a single branch whose "type" admits v has that branch valid with no
+// validation at all, which keeps the walk of a payload nested n deep
+// under a recursive schema linear in n instead of validating n nested
+// subtrees.
+func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string, known bool) {
 	if s == nil || w.seen[edgeVisit{s, path}] {
 		return
 	}
@@ -710,7 +780,7 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 			}
 		}
 	}
-	w.collect(s.Ref, v, path)
+	w.collect(s.Ref, v, path, known)
 	switch x := v.(type) {
 	case map[string]any:
 		if len(s.Properties) == 0 && len(s.PatternProperties) == 0 && s.AdditionalProperties == nil {
@@ -722,51 +792,106 @@ func (w *edgeWalker) collect(s *jsonschema.Schema, v any, path string) {
 			matched := false
 			if ps, ok := s.Properties[k]; ok {
 				matched = true
-				w.collect(ps, child, cp)
+				w.collect(ps, child, cp, known)
 			}
 			for re, ps := range s.PatternProperties {
 				if matchPattern(re, k) {
 					matched = true
-					w.collect(ps, child, cp)
+					w.collect(ps, child, cp, known)
 				}
 			}
 			if ap, ok := s.AdditionalProperties.(*jsonschema.Schema); ok && !matched {
-				w.collect(ap, child, cp)
+				w.collect(ap, child, cp, known)
 			}
 		}
 	case []any:
 		for i, child := range x {
 			cp := path + "/" + strconv.Itoa(i)
 			if i < len(s.PrefixItems) {
-				w.collect(s.PrefixItems[i], child, cp)
+				w.collect(s.PrefixItems[i], child, cp, known)
 			} else if s.Items2020 != nil {
-				w.collect(s.Items2020, child, cp)
+				w.collect(s.Items2020, child, cp, known)
 			}
 		}
 	}
 	for _, b := range s.AllOf {
-		w.collect(b, v, path)
+		w.collect(b, v, path, known)
 	}
 	// A branch that cannot hold an edge is not validated: collecting
 	// it would find nothing, and validation is the walker's cost.
-	for _, b := range s.AnyOf {
-		if w.holds[b] && b.Validate(v) == nil {
-			w.collect(b, v, path)
+	for _, branches := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
+		if known {
+			if b := onlyAdmitting(branches, v); b != nil {
+				w.collect(b, v, path, true)
+				continue
+			}
 		}
-	}
-	for _, b := range s.OneOf {
-		if w.holds[b] && b.Validate(v) == nil {
-			w.collect(b, v, path)
+		for _, b := range branches {
+			if w.holds[b] && w.valid(b, v) {
+				w.collect(b, v, path, true)
+			}
 		}
 	}
 	if s.If != nil && (w.holds[s.If] || w.holds[s.Then] || w.holds[s.Else]) {
-		if s.If.Validate(v) == nil {
-			w.collect(s.If, v, path)
-			w.collect(s.Then, v, path)
+		if w.valid(s.If, v) {
+			w.collect(s.If, v, path, true)
+			w.collect(s.Then, v, path, known)
 		} else {
-			w.collect(s.Else, v, path)
+			w.collect(s.Else, v, path, known)
 		}
 	}
+}
+
+// onlyAdmitting returns the one branch whose "type" (or boolean schema)
+// does not rule v out, nil if there are none or several. When v is known
+// to validate against the anyOf or oneOf of these branches, that branch
+// is the one it validates against.
+func onlyAdmitting(branches []*jsonschema.Schema, v any) *jsonschema.Schema {
+	var only *jsonschema.Schema
+	for _, b := range branches {
+		if rulesOut(b, v) {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = b
+	}
+	return only
+}
+
+// rulesOut reports whether s is false or has a "type" that v is not.
+// It errs only towards false: an "integer" admits every number.
+func rulesOut(s *jsonschema.Schema, v any) bool {
+	if s.Bool != nil {
+		return !*s.Bool
+	}
+	if s.Types == nil || s.Types.IsEmpty() {
+		return false
+	}
+	var kind string
+	switch v.(type) {
+	case nil:
+		kind = "null"
+	case bool:
+		kind = "boolean"
+	case float64:
+		kind = "number"
+	case string:
+		kind = "string"
+	case []any:
+		kind = "array"
+	case map[string]any:
+		kind = "object"
+	default:
+		return false
+	}
+	for _, t := range s.Types.ToStrings() {
+		if t == kind || (t == "integer" && kind == "number") {
+			return false
+		}
+	}
+	return true
 }
 
 func matchPattern(re jsonschema.Regexp, s string) bool { return re.MatchString(s) }

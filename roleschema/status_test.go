@@ -84,11 +84,15 @@ func fanOut(kw string, n int) any {
 
 // TestReadFanOut checks that a schema whose references fan out is read
 // once per schema object: the allocations stay linear in its size where a
-// naive reading would make 2^n visits.
+// naive reading would make 2^n visits. (A oneOf of two equal branches
+// matches nothing, so its chain admits no status.)
 func TestReadFanOut(t *testing.T) { // not parallel: it counts allocations
 	for _, kw := range []string{"allOf", "oneOf", "anyOf"} {
 		schema := fanOut(kw, 15)
 		want := []string{"x"}
+		if kw == "oneOf" {
+			want = []string{}
+		}
 		if got := roleschema.Statuses(schema); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Statuses = %q, want %q", kw, got, want)
 		}

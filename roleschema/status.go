@@ -84,8 +84,11 @@ func StatusesOf(root any, m map[string]any) []string {
 type Variant struct {
 	Index  int            // its index in the union, as in the schema path "/oneOf/<Index>"
 	Schema map[string]any // the branch merged with the keywords beside the union
-	// Statuses are the statuses the branch allows (see [Read]); nil when
-	// it does not pin status, empty when it admits none.
+	// Statuses are the statuses an output matching the branch may carry
+	// (see [Read]): for a "oneOf", without those another branch allows
+	// too unless a required property tells this one apart (an output
+	// matching two branches fails the oneOf). nil when it does not pin
+	// status, empty when it admits none.
 	Statuses []string
 }
 
@@ -101,9 +104,24 @@ func Variants(root any) (string, []Variant) {
 		}
 		parent := without(m, kw)
 		out := make([]Variant, len(branches))
+		r := newReader(root)
+		inner := nameSet("", r.requiredIn(parent))
 		for i, b := range branches {
 			vm := Merge(root, map[string]any{"allOf": []any{parent, b}})
 			out[i] = Variant{Index: i, Schema: vm, Statuses: StatusesOf(root, vm)}
+			if kw == "oneOf" && out[i].Statuses != nil {
+				// A status another branch allows too is this variant's
+				// only if an output made for it fails that branch.
+				out[i].Statuses = slices.DeleteFunc(out[i].Statuses, func(v string) bool {
+					var allow []int
+					for j, b := range branches {
+						if bs := r.object(b, 1, inner); bs.all || slices.Contains(bs.vals, v) {
+							allow = append(allow, j)
+						}
+					}
+					return !slices.Contains(allow, i) || !r.apart(m, branches, i, allow, "")
+				})
+			}
 		}
 		return kw, out
 	}
@@ -284,26 +302,26 @@ func (r *reader) onlyOneObject(m map[string]any, branches []any, v string, depth
 	if len(allow) <= 1 {
 		return true
 	}
-	around := without(m, "oneOf")
-	for _, i := range allow {
-		has := append(r.requiredIn(around, branches[i]), "status")
-		has = append(has, splitNames(ctx)...)
-		apart := true
-		for _, j := range allow {
-			if j == i {
-				continue
-			}
-			req := Merge(r.root, branches[j])["required"]
-			if !slices.ContainsFunc(asSlice(req), func(n any) bool { s, ok := n.(string); return ok && !slices.Contains(has, s) }) {
-				apart = false
-				break
-			}
+	return slices.ContainsFunc(allow, func(i int) bool { return r.apart(m, branches, i, allow, ctx) })
+}
+
+// apart reports whether an instance made for branch i of the "oneOf" of m
+// (the status and only the properties required around and within the
+// branch, or by ctx) is rejected by every other branch in allow, each
+// requiring a property it lacks.
+func (r *reader) apart(m map[string]any, branches []any, i int, allow []int, ctx string) bool {
+	has := append(r.requiredIn(without(m, "oneOf"), branches[i]), "status")
+	has = append(has, splitNames(ctx)...)
+	for _, j := range allow {
+		if j == i {
+			continue
 		}
-		if apart {
-			return true
+		req := Merge(r.root, branches[j])["required"]
+		if !slices.ContainsFunc(asSlice(req), func(n any) bool { s, ok := n.(string); return ok && !slices.Contains(has, s) }) {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // requiredIn lists the property names that nodes, or any branch of a

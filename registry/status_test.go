@@ -35,7 +35,7 @@ graph:
 		{"enum cut by allOf", "properties: { status: { enum: [a, b, c] } }\n      allOf: [{ properties: { status: { enum: [b, a] } } }]", []string{"a", "b"}, ""},
 		{"variants cut by the status beside them", "properties: { status: { enum: [a, b] } }\n      oneOf: [{ properties: { status: { const: a } } }, { properties: { status: { const: c } } }]", []string{"a"}, ""},
 		{"const and enum that share nothing", `properties: { status: { const: a, enum: [b] } }`, []string{"a"},
-			`t.yaml:4:5: roles.worker.frontmatter: the schema admits no status for role worker: its const, enum and variants for status share no string value, so no output can validate`},
+			`t.yaml:4:5: roles.worker.frontmatter: the schema admits no status for role worker: its const, enum and variants for status leave no string that one output could carry (they share none, or a oneOf allows each in more than one branch), so no output can validate`},
 		{"a oneOf in status with an open branch", `properties: { status: { oneOf: [{ const: a }, { type: string }] } }`, []string{"a"},
 			`t.yaml:4:5: roles.worker.frontmatter: the schema does not pin status to a const or an enum (nor is it a oneOf or anyOf of variants that each do)`},
 		{"a graph status the schema cut", "properties: { status: { enum: [a, b] } }\n      not: { properties: { status: { const: b } } }", []string{"a", "b"},

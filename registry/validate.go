@@ -210,7 +210,7 @@ func (w *Workflow) checkSchema(ps *problems, name string) (statusInfo, bool) {
 		return si, true
 	}
 	if len(si.Statuses) == 0 {
-		ps.Add(at, "%s: the schema admits no status for role %s: its const, enum and variants for status share no string value, so no output can validate", path, name)
+		ps.Add(at, "%s: the schema admits no status for role %s: its const, enum and variants for status leave no string that one output could carry (they share none, or a oneOf allows each in more than one branch), so no output can validate", path, name)
 		return si, false
 	}
 	for _, st := range si.statuses() {

@@ -326,7 +326,7 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 		}
 	}
 	return &thread.RunOptions{
-		Agent: agentName, Config: cfg, Home: home, Store: s.storeURL(), Seed: c.Int64("seed"),
+		Agent: agentName, Config: cfg, Home: home, Store: s.storeURL(), Durability: s.durability, Seed: c.Int64("seed"),
 		HumanIn: s.stdin, HumanOut: c.App.ErrWriter, HumanInput: c.String("input"), Progress: progress,
 	}, nil
 }

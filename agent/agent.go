@@ -25,6 +25,11 @@ type Request struct {
 	RoleRuns  int      // how many times this role already ran in this thread
 	StepIndex int      // how many steps (not marks) the thread has before this one
 	Attempt   int      // 0 for the first try, 1.. for retries after an extraction failure, UWF_ATTEMPT
+
+	// Durability, UWF_DURABILITY, overrides the disk store URL's
+	// ?durability= ("" keeps it): with Store it opens the store with
+	// store.Open as uwf did.
+	Durability string
 }
 
 // Result is what a run produced. A [RunError] carries one too, with what

@@ -59,8 +59,8 @@ type CommandSpec struct {
 // Command is an agent that runs a program: the assembled prompt on its
 // stdin, its stdout the raw output. The program runs without a shell, in
 // the request's working directory, with the parent's environment plus the
-// spec's Env plus UWF_THREAD, UWF_ROLE, UWF_HOME, UWF_STORE, UWF_WORKFLOW
-// and UWF_ATTEMPT, in a process group of its own.
+// spec's Env plus UWF_THREAD, UWF_ROLE, UWF_HOME, UWF_STORE,
+// UWF_DURABILITY, UWF_WORKFLOW and UWF_ATTEMPT, in a process group of its own.
 //
 // When the run times out or its context is cancelled, the whole group gets
 // SIGTERM, then SIGKILL after the grace period. When the command exits,
@@ -234,6 +234,7 @@ func (c *Command) environ(req *Request) []string {
 		"UWF_ROLE="+req.Role,
 		"UWF_HOME="+req.Home,
 		"UWF_STORE="+req.Store,
+		"UWF_DURABILITY="+req.Durability,
 		"UWF_WORKFLOW="+req.Workflow,
 		"UWF_ATTEMPT="+strconv.Itoa(req.Attempt),
 	)

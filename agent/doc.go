@@ -10,7 +10,7 @@
 //
 //   - [Command] runs a program (the agents of config.yaml) without a shell:
 //     the prompt on its stdin, its stdout the raw output, UWF_THREAD,
-//     UWF_ROLE, UWF_HOME, UWF_STORE, UWF_WORKFLOW and UWF_ATTEMPT in its
+//     UWF_ROLE, UWF_HOME, UWF_STORE, UWF_DURABILITY, UWF_WORKFLOW and UWF_ATTEMPT in its
 //     environment, in the start node's cwd, in a process group of its own
 //     that is killed on timeout, on interruption and when the run ends;
 //   - [LLM] asks an OpenAI-compatible chat completions endpoint, and with

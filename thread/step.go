@@ -35,8 +35,9 @@ type RunOptions struct {
 	// Config is the uwf configuration; nil means an empty one.
 	Config *config.Config
 	// Home and Store are given to agent commands as UWF_HOME and
-	// UWF_STORE.
-	Home, Store string
+	// UWF_STORE, Durability ("strict", "none" or "" for the URL's) as
+	// UWF_DURABILITY: what an agent needs to open the store as uwf did.
+	Home, Store, Durability string
 	// Quota is the character quota of the thread so far in prompts; 0
 	// means DefaultQuota.
 	Quota int
@@ -498,7 +499,8 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	}
 	req := &agent.Request{
 		Thread: id, Workflow: wf.Name, Role: d.Role, Cwd: pos.start.Start.Cwd, Home: opts.Home, Store: opts.Store,
-		Schema: role.Frontmatter, Statuses: walkOrder(wf, d.Role),
+		Durability: opts.Durability,
+		Schema:     role.Frontmatter, Statuses: walkOrder(wf, d.Role),
 	}
 	if _, ok := ag.(agent.StepCounter); ok {
 		if req.StepIndex, req.RoleRuns, err = e.counts(ctx, head.Hash, d.Role); err != nil {

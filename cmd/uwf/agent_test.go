@@ -148,7 +148,7 @@ func TestExternalAgent(t *testing.T) {
 		}
 	}
 	wantEnv := "UWF_THREAD=" + id + "\nUWF_ROLE=planner\nUWF_WORKFLOW=review-loop\nUWF_ATTEMPT=0\n" +
-		"UWF_HOME=" + e.home + "\nUWF_STORE=" + filepath.Join(e.home, "store") + "\ncwd=" + e.dir + "\n"
+		"UWF_HOME=" + e.home + "\nUWF_STORE=" + filepath.Join(e.home, "store") + "\nUWF_DURABILITY=none\ncwd=" + e.dir + "\n"
 	if got := read("01-planner-0.env"); got != wantEnv {
 		t.Errorf("the agent's environment:\n%s\nwant:\n%s", got, wantEnv)
 	}
@@ -464,6 +464,72 @@ func TestAgentOpensStore(t *testing.T) {
 				if want := "head=" + steps[i][1] + "\n"; !strings.Contains(string(b), want) {
 					t.Errorf("agent run %d saw %q, want %q", i+1, b, want)
 				}
+			}
+		})
+	}
+}
+
+// TestAgentStoreFromAnotherFolder: an agent runs in the start node's cwd,
+// yet the home and store it is handed are those uwf used, given relative
+// to uwf's own folder, and --durability reaches it as UWF_DURABILITY
+// (over an inherited one), so that store.Open opens there the very store
+// uwf stepped from, as uwf itself would.
+func TestAgentStoreFromAnotherFolder(t *testing.T) {
+	bin := buildTestAgent(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string                // global flags, relative to uwf's folder
+		store func(dir string) string // the UWF_STORE the agent gets
+	}{
+		{"relative home", []string{"--home", "h"}, func(dir string) string { return filepath.Join(dir, "h", "store") }},
+		{"relative store path", []string{"--home", "h", "--store", "s?durability=strict"},
+			func(dir string) string { return filepath.Join(dir, "s") + "?durability=strict" }},
+		{"relative file URL", []string{"--home", "h", "--store", "file://a%3Fb/s"},
+			func(dir string) string { return "file://" + filepath.Join(dir, "a%3Fb", "s") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.home = filepath.Join(e.dir, "h")
+			t.Setenv("UWF_HOME", "")
+			t.Setenv("UWF_DURABILITY", "strict") // --durability wins, for uwf and its agents
+			elsewhere := t.TempDir()
+			log := t.TempDir()
+			e.writeConfig("agents:\n  scripted:\n    command: " + bin + "\n    env: {AGENT_LOG: " + log + ", AGENT_OPEN: '1', UWF_DURABILITY: strict}\n    timeout: 1m\ndefaultAgent: scripted\n")
+			e.write("review-loop.yaml", reviewLoop)
+			args := append(slices.Clone(tc.args), "--durability", "none", "thread", "run", "review-loop.yaml", "-p", "Add a flag", "--cwd", elsewhere)
+			r := e.run("", args...)
+			if r.code != 0 {
+				t.Fatalf("thread run: %v", r)
+			}
+			id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(r.stdout, "\n", 2)[0], "thread "))
+			var steps [][]string
+			for line := range strings.Lines(e.ok("", append(slices.Clone(tc.args), "thread", "steps", id)...)) {
+				steps = append(steps, strings.Fields(line))
+			}
+			envs, _ := filepath.Glob(filepath.Join(log, "*.env"))
+			if len(envs) != 5 || len(steps) != 7 {
+				t.Fatalf("%d agent runs, %d chain nodes; want 5 and 7", len(envs), len(steps))
+			}
+			for i, f := range envs {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, want := range []string{
+					"UWF_HOME=" + e.home + "\n",
+					"UWF_STORE=" + tc.store(e.dir) + "\n",
+					"UWF_DURABILITY=none\n",
+					"cwd=" + elsewhere + "\n",
+					"head=" + steps[i][1] + "\n", // run i+1 stepped from the node at depth i
+				} {
+					if !strings.Contains(string(b), want) {
+						t.Errorf("agent run %d saw:\n%s\nwant %q", i+1, b, want)
+					}
+				}
+			}
+			// Nothing was made in the agents' folder.
+			if ents, err := os.ReadDir(elsewhere); err != nil || len(ents) != 0 {
+				t.Errorf("the agents' folder holds %v (%v), want nothing", ents, err)
 			}
 		})
 	}

@@ -24,7 +24,12 @@ import (
 // threadCommand is "uwf thread": start, step, inspect, fork and replay
 // threads.
 func threadCommand() *cli.Command {
-	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, llm, synth, human or replay:<thread>)"}
+	// The built-in agents as package agent lists them: "human, llm, ... or synth".
+	builtins := agent.Builtins().String()
+	if i := strings.LastIndex(builtins, ", "); i >= 0 {
+		builtins = builtins[:i] + " or " + builtins[i+len(", "):]
+	}
+	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, " + builtins + ")"}
 	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
 	// start and run take the same thread flags; run adds the step loop's.
@@ -326,7 +331,7 @@ func runOptions(c *cli.Context, s *session, progress func(thread.Event)) (*threa
 		}
 	}
 	return &thread.RunOptions{
-		Agent: agentName, Config: cfg, Home: home, Store: s.storeURL(), Seed: c.Int64("seed"),
+		Agent: agentName, Config: cfg, Home: home, Store: s.storeURL(), Durability: s.durability, Seed: c.Int64("seed"),
 		HumanIn: s.stdin, HumanOut: c.App.ErrWriter, HumanInput: c.String("input"), Progress: progress,
 	}, nil
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -108,9 +110,16 @@ func (s *session) storeRaw() (string, error) {
 	return filepath.Join(home, "store"), nil
 }
 
+// homeDir is uwf's home: --home (or UWF_HOME), with a leading ~ expanded,
+// made absolute, so that agents running in another folder are told the same
+// one (UWF_HOME); else ~/.uncaged/workflow.
 func (s *session) homeDir() (string, error) {
 	if s.home != "" {
-		return store.ExpandTilde(s.home), nil
+		home, err := filepath.Abs(store.ExpandTilde(s.home))
+		if err != nil {
+			return "", fmt.Errorf("--home %s: %w", s.home, err)
+		}
+		return home, nil
 	}
 	u, err := os.UserHomeDir()
 	if err != nil {
@@ -161,11 +170,38 @@ func (s *session) engine(repo *cas.Repo) *thread.Engine {
 }
 
 // storeURL is the store as agents are told it (UWF_STORE): the --store
-// URL, or the default disk store's path ("" if the home is unknown). It
-// may hold a password: print [session.printableStoreURL] instead.
+// URL, or the default disk store's path ("" if the home is unknown). A disk
+// store's path is made absolute (see [absStoreURL]), since agents run in the
+// start node's cwd; a PostgreSQL URL is passed whole. It may hold a
+// password: print [session.printableStoreURL] instead.
 func (s *session) storeURL() string {
 	raw, _ := s.storeRaw() // an unknown home fails the command elsewhere
-	return raw
+	return absStoreURL(raw)
+}
+
+// absStoreURL returns the disk store URL raw with its path made absolute,
+// keeping its ?durability=; it opens with [store.Open] from any folder as
+// raw does from this one. A PostgreSQL URL, an absolute plain path, and a
+// URL [store.Parse] refuses (the command's own open reports it) are
+// returned unchanged. The result is a plain path when that reads back
+// the same, else a file:// URL with the path percent-encoded.
+func absStoreURL(raw string) string {
+	loc, err := store.Parse(raw)
+	if err != nil || loc.Postgres != "" || raw == loc.Dir && filepath.IsAbs(raw) {
+		return raw
+	}
+	dir, err := filepath.Abs(loc.Dir)
+	if err != nil {
+		return raw
+	}
+	query := ""
+	if loc.Durability != "" {
+		query = "?durability=" + loc.Durability
+	}
+	if plain := dir + query; !strings.Contains(dir, "?") && !strings.Contains(dir, "://") {
+		return plain
+	}
+	return "file://" + (&url.URL{Path: filepath.ToSlash(dir)}).EscapedPath() + query
 }
 
 // printableStoreURL is storeURL with any password hidden.

@@ -54,7 +54,7 @@ func main() {
 	}
 	cwd, _ := os.Getwd()
 	var env strings.Builder
-	for _, k := range []string{"UWF_THREAD", "UWF_ROLE", "UWF_WORKFLOW", "UWF_ATTEMPT", "UWF_HOME", "UWF_STORE"} {
+	for _, k := range []string{"UWF_THREAD", "UWF_ROLE", "UWF_WORKFLOW", "UWF_ATTEMPT", "UWF_HOME", "UWF_STORE", "UWF_DURABILITY"} {
 		fmt.Fprintf(&env, "%s=%s\n", k, os.Getenv(k))
 	}
 	fmt.Fprintf(&env, "cwd=%s\n", cwd)

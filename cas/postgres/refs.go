@@ -256,16 +256,11 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		return err
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := r.lockName(ctx, tx, name); err != nil {
+		cur, live, err := r.lockRef(ctx, tx, name)
+		if err != nil {
 			return err
 		}
-		var cur int64
-		err := tx.QueryRow(ctx, r.s.q.getRefForUpdate, name).Scan(&cur)
-		live := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		old := cas.Hash(cur)
+		old := cur
 		if !live {
 			var last int64
 			err := tx.QueryRow(ctx, r.s.q.lastLogged, name).Scan(&last)
@@ -473,20 +468,15 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		return nil
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := r.lockName(ctx, tx, name); err != nil {
-			return err
-		}
-		var cur int64
-		err := tx.QueryRow(ctx, r.s.q.getRefForUpdate, name).Scan(&cur)
-		live := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		cur, live, err := r.lockRef(ctx, tx, name)
+		if err != nil {
 			return err
 		}
 		existing, err := r.readLog(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		log := cas.MergeLog(existing, entries, func(e cas.LogEntry) cas.LogEntry { return e }, cas.Hash(cur))
+		log := cas.MergeLog(existing, entries, func(e cas.LogEntry) cas.LogEntry { return e }, cur)
 		if newest := log[len(log)-1].New; !live && !newest.IsZero() {
 			clash, err := r.clash(ctx, tx, name)
 			if err != nil {
@@ -527,4 +517,21 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
 	return nil
+}
+
+// lockRef takes ref name's lock in tx and reads its current value for
+// update; live is false if the ref does not exist.
+func (r *Refs) lockRef(ctx context.Context, tx pgx.Tx, name string) (cur cas.Hash, live bool, err error) {
+	if err := r.lockName(ctx, tx, name); err != nil {
+		return 0, false, err
+	}
+	var h int64
+	err = tx.QueryRow(ctx, r.s.q.getRefForUpdate, name).Scan(&h)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	}
+	return cas.Hash(h), true, nil
 }

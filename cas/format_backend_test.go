@@ -2,7 +2,6 @@ package cas_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
@@ -45,20 +41,7 @@ func diskBackend(t *testing.T) backend {
 // test ends, or skips without UWF_TEST_POSTGRES (fails under CI=true).
 func postgresBackend(t *testing.T) backend {
 	url := pgtest.URL(t)
-	schema := fmt.Sprintf("uwf_fmt_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	schema := pgtest.Schema(t, "uwf_fmt_")
 	sep := "?"
 	if strings.Contains(url, "?") {
 		sep = "&"

@@ -1,16 +1,11 @@
 package backends_test
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
@@ -118,24 +113,7 @@ func openDisk(b *testing.B, d disk.Durability) cas.Store {
 func openPostgres(b *testing.B) cas.Store {
 	b.Helper()
 	url := pgtest.URL(b)
-	var r [6]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		b.Fatal(err)
-	}
-	schema := "uwf_bench_" + hex.EncodeToString(r[:])
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			b.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			b.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	schema := pgtest.Schema(b, "uwf_bench_")
 	st, err := postgres.Open(b.Context(), url, &postgres.Options{Schema: schema, MaxConns: 8})
 	if err != nil {
 		b.Fatal(err)

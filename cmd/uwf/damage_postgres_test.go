@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // TestDamagedBuiltinsPostgres is the built-in part of TestDamage on a
@@ -21,23 +20,14 @@ import (
 // puts them back, then GC collects what no ref reaches and fsck is clean. (A PostgreSQL ref row
 // cannot be unreadable: its hash is a non-zero bigint.)
 func TestDamagedBuiltinsPostgres(t *testing.T) {
-	base := os.Getenv("UWF_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("UWF_TEST_POSTGRES is not set, and CI=true: the PostgreSQL tests must run")
-		}
-		t.Skip("set UWF_TEST_POSTGRES=postgres://... to run the PostgreSQL damage test")
-	}
+	base := pgtest.URL(t)
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
 		t.Fatalf("connect to UWF_TEST_POSTGRES: %v", err)
 	}
-	schema := fmt.Sprintf("uwf_damage_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		conn.Close(context.Background())
-	})
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	schema := pgtest.Schema(t, "uwf_damage_")
 	sep := "?"
 	if strings.Contains(base, "?") {
 		sep = "&"

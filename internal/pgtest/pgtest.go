@@ -5,8 +5,14 @@
 package pgtest
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // EnvVar names the environment variable holding the test server's URL.
@@ -24,4 +30,31 @@ func URL(t testing.TB) string {
 		t.Skip("set " + EnvVar + "=postgres://... to run the PostgreSQL tests (see .ci/postgres.sh)")
 	}
 	return url
+}
+
+// Schema returns a new SQL schema name, unique to this run, beginning with
+// prefix; the schema (if a store created it) is dropped when t ends. Open a
+// store in it with postgres.Options.Schema, or "?schema=" in the URL.
+func Schema(t testing.TB, prefix string) string {
+	t.Helper()
+	url := URL(t)
+	var r [6]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := prefix + hex.EncodeToString(r[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
 }

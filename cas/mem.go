@@ -278,6 +278,8 @@ type MemRefs struct {
 	lower   map[string]string
 	folders map[string]int
 	version int // the format version; 0 means FormatV1
+
+	journal memJournal // the changes, for [MemRefs.Watch]
 }
 
 var _ FormatVersioner = (*MemRefs)(nil)
@@ -422,7 +424,9 @@ func (r *MemRefs) CompareAndSwap(ctx context.Context, name string, old, new Hash
 	default:
 		r.refs[name] = new
 	}
-	r.logs[name] = append(r.logs[name], LogEntry{Old: old, New: new, Time: r.now().UnixMilli(), Message: message})
+	e := LogEntry{Old: old, New: new, Time: r.now().UnixMilli(), Message: message}
+	r.logs[name] = append(r.logs[name], e)
+	r.journal.append(name, e)
 	return nil
 }
 
@@ -460,7 +464,9 @@ func (r *MemRefs) Replace(ctx context.Context, name string, new Hash, message st
 	default:
 		r.refs[name] = new
 	}
-	r.logs[name] = append(r.logs[name], LogEntry{Old: old, New: new, Time: r.now().UnixMilli(), Message: message})
+	e := LogEntry{Old: old, New: new, Time: r.now().UnixMilli(), Message: message}
+	r.logs[name] = append(r.logs[name], e)
+	r.journal.append(name, e)
 	return nil
 }
 
@@ -633,6 +639,7 @@ func (r *MemRefs) ImportLog(ctx context.Context, name string, entries []LogEntry
 			return &ConflictError{Name: name, Clash: clash}
 		}
 		r.addLocked(name, newest)
+		r.journal.append(name, log[len(log)-1])
 	}
 	r.logs[name] = log
 	return nil

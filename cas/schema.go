@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/uncaged/uwf/internal/jsonpointer"
+	"github.com/uncaged/uwf/internal/jsonschema"
+	"github.com/uncaged/uwf/internal/jsonschema/kind"
 )
 
 // Draft2020 is the only JSON Schema dialect uwf accepts as a "$schema".

@@ -19,13 +19,6 @@ type Compiler struct {
 
 // NewCompiler create Compiler Object.
 func NewCompiler() *Compiler {
-	loadDrafts()
-	return newCompiler()
-}
-
-// newCompiler is NewCompiler without loading the drafts: loadDrafts uses it
-// to compile them.
-func newCompiler() *Compiler {
 	return &Compiler{
 		schemas:       map[urlPtr]*Schema{},
 		roots:         newRoots(),

@@ -16,8 +16,13 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (the values stay nil: see vocabSchemas)
 	defaultVocabs []string           // names of default vocabs
+
+	// set by load, on first use
+	once         sync.Once
+	loaded       atomic.Bool
+	vocabSchemas map[string]*Schema // the schema of each of allVocabs
 }
 
 // String returns the specification url.
@@ -126,31 +131,32 @@ var (
 	draftLatest = Draft2020
 )
 
-// loadDrafts compiles the meta-schemas of every draft, once, when the first
-// Compiler is made (NewCompiler calls it). Upstream does this in an init
-// function, which made every program linking the package pay for it at
-// start-up (about 3.5 ms and 21,000 allocations), whether it ever compiled a
-// schema or not. This is the only change from upstream v6.0.3 (see
-// README.md); the work and its order are upstream's.
-var loadDrafts = sync.OnceFunc(func() {
-	c := newCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
-		d.sch = c.MustCompile(d.url)
+// load compiles d's meta-schema and the schemas of its vocabularies, once,
+// when a schema of draft d is first validated against them (getSchema).
+// Upstream compiles those of every draft in an init function, which made
+// every program linking the package pay for all five at start-up (about
+// 3.5 ms and 21,000 allocations), whether it compiled a schema or not, and
+// a program using one draft pay for five. See README.md. The meta-schemas
+// are never themselves validated against a meta-schema (roots.addRoot), so
+// compiling them never calls getSchema, and so never load.
+func (d *Draft) load() {
+	d.once.Do(func() {
+		c := NewCompiler()
+		c.AssertFormat()
+		sch := c.MustCompile(d.url)
+		vocabs := make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			vocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
-	}
-	draftsLoaded.Store(true)
-})
+		d.sch, d.vocabSchemas = sch, vocabs
+		d.loaded.Store(true)
+	})
+}
 
-// draftsLoaded is set once loadDrafts has compiled the meta-schemas.
-var draftsLoaded atomic.Bool
-
-// DraftsLoaded reports whether the drafts' meta-schemas have been compiled
-// in this process: false until the first [NewCompiler]. It lets uwf's tests
-// check that a command that compiles no schema does not pay for them.
-func DraftsLoaded() bool { return draftsLoaded.Load() }
+// Loaded reports whether d's meta-schemas have been compiled in this
+// process: not before a schema of draft d is first compiled. It lets uwf's
+// tests check that a command that compiles no schema does not pay for them.
+func (d *Draft) Loaded() bool { return d.loaded.Load() }
 
 func draftFromURL(url string) *Draft {
 	u, frag := split(url)
@@ -281,6 +287,7 @@ func (d *dialect) activeVocabs(assertVocabs bool, vocabularies map[string]*Vocab
 }
 
 func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabulary) *Schema {
+	d.draft.load()
 	vocabs := d.activeVocabs(assertVocabs, vocabularies)
 	if vocabs == nil {
 		return d.draft.sch
@@ -288,7 +295,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSchemas[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -299,7 +306,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSchemas["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}

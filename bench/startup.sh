@@ -8,10 +8,12 @@
 # It builds, in one temporary folder and with the same flags: a Go hello-world binary
 # (fmt.Println), uwf from this tree ("new") and uwf from commit $OLD ("old", from git archive).
 # Then, in the same run:
-#   1. a runner (a small Go program, built here too) starts /bin/true, hello, old --version,
-#      new --version and nodocs --version (new built with -tags urfave_cli_no_docs) $RUNS times
-#      each, interleaved (one of each per round, the order rotating), timing each from fork to
-#      exit; it prints the medians and the ratios to hello.
+#   1. a runner (a small Go program, built here too) starts /bin/true, hello, floor (hello
+#      blank-importing every package uwf links from outside this module: Go's cost with uwf's
+#      dependencies), floor-release (the same, built as a release), old --version, new --version
+#      and release --version (new built as README.md's Install says: CGO_ENABLED=0 -tags
+#      urfave_cli_no_docs) $RUNS times each, interleaved (one of each per round, the order
+#      rotating), timing each from fork to exit; it prints the medians and the ratios to hello.
 #   2. the same runner times `uwf cas get <hash>` (old and new, interleaved) with
 #      --log-level debug: the log's "command done since_main=" is the time from package main's
 #      start to the command's end, so start-up (exec, the Go runtime, every package's init) is
@@ -125,18 +127,33 @@ EOF
 (cd "$WORK/hello" && printf 'module hello\n\ngo 1.24\n' >go.mod && go build -o "$WORK/hello-bin" .)
 (cd "$WORK/runner" && printf 'module runner\n\ngo 1.24\n' >go.mod && go build -o "$WORK/runner-bin" .)
 (cd "$ROOT" && go build -o "$WORK/uwf-new" ./cmd/uwf)
-# the same, without urfave/cli's man-page and markdown writers (and their markdown parser's init)
-(cd "$ROOT" && go build -tags urfave_cli_no_docs -o "$WORK/uwf-nodocs" ./cmd/uwf)
+# the release build (README.md, Install): static (CGO_ENABLED=0: no dynamic loader, no libc; the
+# default links libc because package net has a cgo resolver) and without urfave/cli's man-page and
+# markdown writers (whose markdown parser's init compiles regexps)
+(cd "$ROOT" && CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$WORK/uwf-release" ./cmd/uwf)
+# floor: hello-world that links (blank-imports) every package uwf links outside this module: what
+# Go costs to start with uwf's dependencies (their init, the runtime over a binary that size).
+FLOOR=$ROOT/bench/out/startup-floor
+rm -rf "$FLOOR" && mkdir -p "$FLOOR"
+{
+	printf 'package main\n\nimport (\n\t"fmt"\n'
+	(cd "$ROOT" && go list -deps ./cmd/uwf) | grep -vE '^(github.com/uncaged/uwf|vendor/)|(^|/)internal(/|$)|^(fmt|unsafe)$' |
+		sed 's/.*/\t_ "&"/'
+	printf ')\n\nfunc main() { fmt.Println("hello, world") }\n'
+} >"$FLOOR/main.go"
+(cd "$ROOT" && go build -o "$WORK/floor-bin" ./bench/out/startup-floor)
+(cd "$ROOT" && CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$WORK/floor-release-bin" ./bench/out/startup-floor)
+rm -rf "$FLOOR"
 git -C "$ROOT" archive "$OLD" | tar -x -C "$WORK/old"
 (cd "$WORK/old" && go build -o "$WORK/uwf-old" ./cmd/uwf)
-for b in hello-bin uwf-old uwf-new uwf-nodocs; do echo "$b: $(stat -c %s "$WORK/$b") bytes" >&2; done
+for b in hello-bin floor-bin floor-release-bin uwf-old uwf-new uwf-release; do echo "$b: $(stat -c %s "$WORK/$b") bytes" >&2; done
 
 med() { awk -v n="$1" '$1 == n {print $2, $3, $4}' "$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 # --- 1. --version against hello and /bin/true ----------------------------------------------
-printf '%s\t%s\n' true /bin/true hello "$WORK/hello-bin" >"$WORK/spec1"
-printf '%s\t%s\t%s\n' old "$WORK/uwf-old" --version new "$WORK/uwf-new" --version nodocs "$WORK/uwf-nodocs" --version >>"$WORK/spec1"
+printf '%s\t%s\n' true /bin/true hello "$WORK/hello-bin" floor "$WORK/floor-bin" floor-release "$WORK/floor-release-bin" >"$WORK/spec1"
+printf '%s\t%s\t%s\n' old "$WORK/uwf-old" --version new "$WORK/uwf-new" --version release "$WORK/uwf-release" --version >>"$WORK/spec1"
 "$WORK/runner-bin" "$RUNS" "$WORK/version.tsv" <"$WORK/spec1" >"$WORK/version.txt"
 
 # --- 2. cas get, old and new, each on its own store -----------------------------------------
@@ -187,9 +204,11 @@ read -r newv_w _ _ <<<"$(med new "$WORK/version.txt")"
 	echo "start-up, $(date -u +%Y-%m-%dT%H:%MZ), old = $OLD, new = $(git -C "$ROOT" rev-parse --short HEAD) (+ working tree)"
 	echo "medians in µs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo
-	echo "1. $RUNS rounds of /bin/true, hello, uwf --version old, new and nodocs (new built with -tags urfave_cli_no_docs), interleaved"
+	echo "1. $RUNS rounds of /bin/true, hello, floor (hello linking every package uwf links outside this module),"
+	echo "   floor-release (the same built as a release), uwf --version old, new and release"
+	echo "   (new built CGO_ENABLED=0 -tags urfave_cli_no_docs), interleaved"
 	printf '%-28s %8s %10s %10s\n' command wall "x hello" "x true"
-	for n in true hello old new nodocs; do
+	for n in true hello floor floor-release old new release; do
 		read -r w _ _ <<<"$(med "$n" "$WORK/version.txt")"
 		printf '%-28s %8s %10s %10s\n' "$n" "$w" "$(ratio "$w" "$hello_w")" "$(ratio "$w" "$true_w")"
 	done

@@ -137,7 +137,7 @@ FLOOR=$ROOT/bench/out/startup-floor
 rm -rf "$FLOOR" && mkdir -p "$FLOOR"
 {
 	printf 'package main\n\nimport (\n\t"fmt"\n'
-	(cd "$ROOT" && go list -deps ./cmd/uwf) | grep -vE '^(github.com/uncaged/uwf|vendor/)|(^|/)internal(/|$)|^(fmt|unsafe)$' |
+	(cd "$ROOT" && go list -deps ./cmd/uwf) | grep -vE '^(github.com/uncaged/uwf|vendor/)|(^|/)internal(/|$)|^(fmt|unsafe|runtime/cgo)$' |
 		sed 's/.*/\t_ "&"/'
 	printf ')\n\nfunc main() { fmt.Println("hello, world") }\n'
 } >"$FLOOR/main.go"

@@ -3,12 +3,13 @@ package cas
 import (
 	"embed"
 	"fmt"
+	"sync"
 )
 
 // The meta-schema and the built-in schemas are constants of the format
 // (docs/FORMAT.md): the hashes of the nodes whose payloads are the files in
-// schemas/. The package refuses to start if the files and the constants
-// disagree, and a golden test pins them.
+// schemas/. The package panics on the first use of a built-in schema if the
+// files and the constants disagree, and a golden test pins them.
 const (
 	// MetaSchema is the hash of the meta-schema node (0XBEZKPSM0G0A): the
 	// one node whose type is the zero hash, and the type of every schema
@@ -44,10 +45,25 @@ type Builtin struct {
 	Version int    // the format version whose stores hold it: 1 or 2
 }
 
+// builtins and metaBytes are made by loadBuiltins, on first use (not in an
+// init function: a command that reads no node pays nothing for them); read
+// them through builtinList and metaNode.
 var (
 	builtins  []Builtin // every version's, version 1 first
 	metaBytes []byte
 )
+
+// builtinList returns every version's built-in schemas, version 1 first.
+func builtinList() []Builtin {
+	loadBuiltins()
+	return builtins
+}
+
+// metaNode returns the meta-schema node's canonical bytes (not a copy).
+func metaNode() []byte {
+	loadBuiltins()
+	return metaBytes
+}
 
 // versionTwo lists the built-in schemas that format version 2 adds, by name
 // (the payload is schemas/<name>.json) and pinned hash. An issue that adds a
@@ -60,7 +76,9 @@ var versionTwo = []struct {
 	h    Hash
 }{}
 
-func init() {
+// loadBuiltins encodes the embedded schema files as nodes and checks them
+// against their pinned hashes, once.
+var loadBuiltins = sync.OnceFunc(func() {
 	meta := mustBuiltinPayload("meta")
 	var err error
 	if metaBytes, err = (Node{Payload: meta}).Encode(); err != nil {
@@ -90,11 +108,11 @@ func init() {
 		mustPinned(b.name, Sum(data), b.h)
 		builtins = append(builtins, Builtin{Name: b.name, Hash: b.h, Node: data, Version: 2})
 	}
-}
+})
 
 // builtinByHash returns the built-in schema at h, if h is one.
 func builtinByHash(h Hash) (Builtin, bool) {
-	for _, b := range builtins {
+	for _, b := range builtinList() {
 		if b.Hash == h {
 			return b, true
 		}
@@ -104,7 +122,7 @@ func builtinByHash(h Hash) (Builtin, bool) {
 
 // builtinByName returns the built-in schema named name, if there is one.
 func builtinByName(name string) (Builtin, bool) {
-	for _, b := range builtins {
+	for _, b := range builtinList() {
 		if b.Name == name {
 			return b, true
 		}
@@ -143,13 +161,13 @@ func mustBuiltinPayload(name string) any {
 // format version, meta-schema first, then version 1's, then version 2's, in
 // a fixed order. The caller may modify the returned slice but not the Node
 // bytes.
-func Builtins() []Builtin { return append([]Builtin(nil), builtins...) }
+func Builtins() []Builtin { return append([]Builtin(nil), builtinList()...) }
 
 // BuiltinsAt returns the built-in schemas a store at format version v
 // holds: those of versions up to v, in the order of [Builtins].
 func BuiltinsAt(v int) []Builtin {
 	var out []Builtin
-	for _, b := range builtins {
+	for _, b := range builtinList() {
 		if b.Version <= v {
 			out = append(out, b)
 		}
@@ -166,4 +184,4 @@ func IsBuiltinName(name string) bool {
 }
 
 // MetaSchemaNode returns the meta-schema node's canonical bytes.
-func MetaSchemaNode() []byte { return append([]byte(nil), metaBytes...) }
+func MetaSchemaNode() []byte { return append([]byte(nil), metaNode()...) }

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/uncaged/uwf/internal/jsonpointer"
+	"github.com/uncaged/uwf/internal/jsonschema"
 )
 
 // referenceEdges is the edge walk without its shortcuts: every branch of

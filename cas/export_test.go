@@ -32,7 +32,7 @@ func AddTestKind(t interface {
 		t.Fatal(err)
 	}
 	b := Builtin{Name: name, Hash: Sum(data), Node: data, Version: FormatV2}
-	n := len(builtins)
+	n := len(builtinList())
 	builtins = append(builtins[:n:n], b)
 	t.Cleanup(func() { builtins = builtins[:n:n] })
 	return b.Hash

@@ -116,7 +116,7 @@ func (r *Repo) RequireVersion(ctx context.Context, v int) error {
 // bump moves the store from version from to version to.
 func (r *Repo) bump(ctx context.Context, fv FormatVersioner, from, to int) error {
 	var added []Builtin
-	for _, b := range builtins {
+	for _, b := range builtinList() {
 		if b.Version == to {
 			added = append(added, b)
 		}

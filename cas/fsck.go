@@ -185,7 +185,7 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			add(Problem{Hash: h, Kind: ProblemInvalid, Msg: "not in canonical form (RFC 8785)"})
 		}
 		if n.Type.IsZero() {
-			if !bytes.Equal(data, metaBytes) {
+			if !bytes.Equal(data, metaNode()) {
 				add(Problem{Hash: h, Kind: ProblemInvalid, Msg: "has the zero type but is not the meta-schema node"})
 			}
 			continue

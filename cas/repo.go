@@ -245,7 +245,7 @@ func (r *Repo) prepare(ctx context.Context, n Node) (prepared, error) {
 	}
 	p := prepared{data: data, hash: Sum(data)}
 	if n.Type.IsZero() {
-		if !bytes.Equal(data, metaBytes) {
+		if !bytes.Equal(data, metaNode()) {
 			return prepared{}, fmt.Errorf("%w: only the meta-schema node may have the zero type", ErrInvalid)
 		}
 		return p, nil

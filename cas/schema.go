@@ -8,13 +8,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/uncaged/uwf/internal/jsonpointer"
+	"github.com/uncaged/uwf/internal/jsonschema"
+	"github.com/uncaged/uwf/internal/jsonschema/kind"
 )
 
 // Draft2020 is the only JSON Schema dialect uwf accepts as a "$schema".
@@ -270,8 +271,8 @@ func refPlacementError(where string) error {
 
 // printer renders the validator's messages: each kind of violation
 // formats itself through a message.Printer, the only way to have one
-// violation's message without the whole tree's.
-var printer = message.NewPrinter(language.English)
+// violation's message without the whole tree's. It is made on first use.
+var printer = sync.OnceValue(func() *message.Printer { return message.NewPrinter(language.English) })
 
 // schemaErrorText turns the compiler's errors into messages about the
 // schema document: locations are JSON pointers into it, and the resource
@@ -635,7 +636,7 @@ func collectViolations(ve *jsonschema.ValidationError, payload any, base, kw str
 		kw += pointer(ve.ErrorKind.KeywordPath())
 	}
 	path := pointer(ve.InstanceLocation)
-	v := Violation{Path: path, SchemaPath: pointerOrRoot(kw), Message: ve.ErrorKind.LocalizedString(printer)}
+	v := Violation{Path: path, SchemaPath: pointerOrRoot(kw), Message: ve.ErrorKind.LocalizedString(printer())}
 	if e, ok := ve.ErrorKind.(*kind.Enum); ok && len(e.Want) == 0 {
 		v.Message = "the enum is empty: no value is allowed"
 	}

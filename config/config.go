@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -531,9 +532,9 @@ func listOrNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-func validEnvName(s string) bool { return envName.MatchString(s) }
+func validEnvName(s string) bool { return envName().MatchString(s) }
 
 // Secret returns the value of the variable name: from the environment if
 // it is set there (even to ""), else from <home>/.env. It reports whether

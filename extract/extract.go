@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/roleschema"
@@ -142,7 +143,7 @@ func fast(raw string, schema *cas.Schema) (*Output, string, *fastError) {
 }
 
 // yamlLine reads the line from a yaml.v3 message: "yaml: line 3: ...".
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // yamlError reports a YAML error at its line in the raw output, where the
 // frontmatter begins at line first.
@@ -154,7 +155,7 @@ func yamlError(err error, first int) *Error {
 		msg = se.Msg
 		line, col := se.Line, se.Column
 		if line == 0 {
-			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			if m := yamlLine().FindStringSubmatch(msg); m != nil {
 				line, _ = strconv.Atoi(m[1])
 				msg = m[2]
 			}

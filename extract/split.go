@@ -3,10 +3,11 @@ package extract
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // crlf matches a line ending with carriage returns before its newline.
-var crlf = regexp.MustCompile("\r+\n")
+var crlf = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\r+\n") })
 
 // fence is the line that opens and closes a frontmatter block.
 const fence = "---"
@@ -30,7 +31,7 @@ func Split(raw string) (front, body string, err error) {
 // frontmatter begins.
 func split(raw string) (front, body string, line int, err error) {
 	s := strings.TrimPrefix(raw, "\uFEFF")
-	s = crlf.ReplaceAllString(s, "\n")
+	s = crlf().ReplaceAllString(s, "\n")
 	trimmed := strings.TrimLeft(s, " \t\n\r\v\f")
 	if trimmed == "" {
 		return "", "", 0, &Error{Err: ErrNoFrontmatter, Reason: "the output is empty"}

@@ -8,9 +8,12 @@ import (
 	"os/signal"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run runs the command line in os.Args and returns the exit code.
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
 	stop()
-	os.Exit(exitCode(os.Stderr, err))
+	return exitCode(os.Stderr, err)
 }

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if report := os.Getenv("UWF_TEST_STARTUP"); report != "" {
+		os.Exit(startupMain(report))
+	}
 	if kind := os.Getenv("UWF_TEST_SOAK"); kind != "" {
 		if err := soakWorker(kind, os.Args[len(os.Args)-countWorkerArgs():]); err != nil {
 			fmt.Fprintln(os.Stderr, "soak worker:", err)

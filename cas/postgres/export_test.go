@@ -13,3 +13,7 @@ func AddAddition(t interface{ Cleanup(func()) }, name string, stmts ...string) {
 	additions = append(additions[:n:n], addition{name: name, stmts: stmts})
 	t.Cleanup(func() { additions = additions[:n:n] })
 }
+
+// WatchLockKey is the advisory lock every log row's transaction takes
+// before the row gets its id.
+func WatchLockKey(schema string) int64 { return watchLockKey(schema) }

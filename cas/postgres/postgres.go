@@ -65,6 +65,8 @@ type Store struct {
 	sum    func([]byte) cas.Hash // the address function; tests replace it to force collisions
 	// lock keys, distinct per schema
 	storeKey, gcKey int64
+
+	listen listener // wakes the watchers (watch.go)
 }
 
 var (

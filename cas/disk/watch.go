@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/dirnotify"
 )
 
 var _ cas.Watcher = (*Refs)(nil)
@@ -201,7 +202,7 @@ func (n *notifier) acquire(dir string) (release func()) {
 	defer n.mu.Unlock()
 	n.users++
 	if n.users == 1 {
-		stop, err := notifyDir(dir, n.broadcast)
+		stop, err := dirnotify.Start(dir, journalDir, n.broadcast)
 		if err == nil {
 			n.stop, n.fast = stop, true
 		}

@@ -1,4 +1,4 @@
-package disk
+package dirnotify
 
 import (
 	"errors"
@@ -9,18 +9,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// notifyDir calls wake at every change inotify(7) reports in the store's
-// journal folder (and, until that folder exists, at its creation in the
-// store folder), until stop is called. The inotify descriptor is
-// non-blocking and read through Go's poller, so closing it ends the
-// reading goroutine.
-func notifyDir(dir string, wake func()) (stop func(), err error) {
+// Start calls wake at every change inotify(7) reports in the folder
+// dir/name (a file written, created, renamed in or removed), and, until
+// that folder exists, at every creation in dir, until stop is called. The
+// inotify descriptor is non-blocking and read through Go's poller, so
+// stop ends the reading goroutine at once.
+func Start(dir, name string, wake func()) (stop func(), err error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "inotify")
-	journal := filepath.Join(dir, journalDir)
+	journal := filepath.Join(dir, name)
 	var mu sync.Mutex
 	watching := false
 	watchJournal := func() {

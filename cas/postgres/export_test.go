@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/uncaged/uwf/cas"
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uncaged/uwf/cas"
+)
 
 // SetHash replaces the address function of s, so tests can force hash
 // collisions. Call it before s is used.
@@ -17,3 +21,17 @@ func AddAddition(t interface{ Cleanup(func()) }, name string, stmts ...string) {
 // WatchLockKey is the advisory lock every log row's transaction takes
 // before the row gets its id.
 func WatchLockKey(schema string) int64 { return watchLockKey(schema) }
+
+// MoveSQL returns the statement a move runs (with the watch step) and the
+// same statement without it, for the benchmark of the step's cost.
+func MoveSQL(s *Store) (with, without string) {
+	return s.q.move, s.q.expand(`WITH u AS (
+			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint RETURNING name
+		)
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
+		RETURNING id`)
+}
+
+// Pool returns the store's operation pool.
+func Pool(s *Store) *pgxpool.Pool { return s.pool }

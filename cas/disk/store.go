@@ -268,9 +268,11 @@ func (s *Store) Refs() *Refs { return s.refs }
 
 // Close marks the store closed: later calls fail with an error wrapping
 // [fs.ErrClosed]. It holds no open files, so it cannot fail; locks taken
-// with Lock or LockGC stay held until their unlock functions are called.
+// with Lock or LockGC stay held until their unlock functions are called;
+// its watches end, yielding an error wrapping [fs.ErrClosed].
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.watch.broadcast() // its watches end
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"strings"
 	"sync"
@@ -42,7 +43,8 @@ func (r *Refs) WatchHead(ctx context.Context) (cas.Cursor, error) {
 // yields an error wrapping [cas.ErrCursorGone] (once per watch). Changes
 // made through this Store wake the watch at once; those of other
 // processes through inotify on Linux, and through polling every
-// pollInterval everywhere (the only way elsewhere).
+// pollInterval everywhere (the only way elsewhere). Once the Store is
+// closed the watch yields an error wrapping [fs.ErrClosed] and ends.
 func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.Seq2[cas.Event, error] {
 	return func(yield func(cas.Event, error) bool) {
 		if err := r.s.ready(ctx); err != nil {
@@ -58,6 +60,10 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		defer release()
 		check, goneSaid := p != (jpos{}), false
 		for {
+			if r.s.closed.Load() {
+				yield(cas.Event{}, fmt.Errorf("disk: store %s: %w", r.s.dir, fs.ErrClosed))
+				return
+			}
 			wake := r.s.watch.wait()
 			recs, next, gone, err := r.readJournal(p, readChunk, check)
 			if err != nil {

@@ -3,6 +3,7 @@ package disk_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,5 +243,30 @@ func TestWatchOpenWritesNoJournal(t *testing.T) {
 	mustCAS(t, r, "a", 0, 1, "one")
 	if _, err := os.Stat(journal); err != nil {
 		t.Fatalf("no journal after the first change: %v", err)
+	}
+}
+
+// TestWatchClosedStore: closing the Store ends its watches with an error
+// wrapping fs.ErrClosed.
+func TestWatchClosedStore(t *testing.T) {
+	s := newStore(t, nil)
+	r := s.Refs()
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range r.Watch(context.Background(), "", "") {
+			last = err
+		}
+		done <- last
+	}()
+	time.Sleep(50 * time.Millisecond)
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("the watch ended with %v, want fs.ErrClosed", err)
+		}
+	case <-time.After(castest.WatchWakeBound):
+		t.Fatal("the watch did not end after Close")
 	}
 }

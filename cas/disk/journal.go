@@ -332,7 +332,7 @@ func (r *Refs) readJournal(p jpos, limit int64, check bool) (recs []record, next
 	for limit > 0 {
 		i, _ := slices.BinarySearch(segs, p.seg)
 		hasNext := i+1 < len(segs)
-		data, err := readFrom(r.segPath(p.seg), p.off, limit)
+		data, eof, err := readFrom(r.segPath(p.seg), p.off, limit)
 		if errors.Is(err, fs.ErrNotExist) {
 			// Trimmed meanwhile: from the oldest segment left.
 			if segs, err = r.segments(); err != nil {
@@ -374,12 +374,13 @@ func (r *Refs) readJournal(p jpos, limit int64, check bool) (recs []record, next
 		}
 		p.off += int64(end + 1)
 		limit -= int64(end + 1)
-		if int64(len(data)) > int64(end+1) || limit <= 0 {
-			return recs, p, gone, nil // a record being written, or enough
+		if !eof {
+			return recs, p, gone, nil // enough for one pass
 		}
 		if !hasNext {
-			// Another writer may have started a segment since segs was
-			// read: look again before reading this one's end as final.
+			// At the end of the newest segment (a record may be being
+			// written after p). Another writer may have started a segment
+			// since segs was read: then this one is final.
 			if !r.exists(r.segPath(p.seg + 1)) {
 				return recs, p, gone, nil
 			}
@@ -388,41 +389,47 @@ func (r *Refs) readJournal(p jpos, limit int64, check bool) (recs []record, next
 			}
 			continue // read this one to its end again, then move on
 		}
+		// A later segment exists, so no writer appends to this one: what
+		// follows p, if anything, is a record a crash tore.
 		p = jpos{segs[i+1], 0}
 	}
 	return recs, p, gone, nil
 }
 
 // readFrom reads up to limit bytes of the file at path from off-1 (so the
-// caller sees whether off follows a newline), or from 0 when off is 0. It
-// returns nil, with no error, when off is beyond the file's end.
-func readFrom(path string, off, limit int64) ([]byte, error) {
+// caller sees whether off follows a newline), or from 0 when off is 0
+// (with a newline put first), and reports whether it read to the file's
+// end. It returns nil, with no error, when off is beyond the file's end.
+func readFrom(path string, off, limit int64) (data []byte, eof bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if off > fi.Size() {
-		return nil, nil
+	size := fi.Size()
+	if off > size {
+		return nil, true, nil
 	}
 	start := max(0, off-1)
-	n := min(fi.Size()-start, limit+1)
+	n := min(size-start, limit+1)
 	buf := make([]byte, n)
 	m, err := f.ReadAt(buf, start)
-	if err != nil && !(err == io.EOF && int64(m) == n) {
-		if err == io.EOF {
-			return buf[:m], nil
-		}
-		return nil, err
+	switch {
+	case err == io.EOF:
+		buf, eof = buf[:m], true // shorter than its size said: truncated meanwhile
+	case err != nil:
+		return nil, false, err
+	default:
+		eof = start+n == size
 	}
 	if off == 0 {
-		return append([]byte{'\n'}, buf...), nil
+		return append([]byte{'\n'}, buf...), eof, nil
 	}
-	return buf, nil
+	return buf, eof, nil
 }
 
 // confirm reports, for each record, whether its change committed: whether
@@ -618,7 +625,7 @@ func (r *Refs) journalHead(ctx context.Context) (jpos, error) {
 	size := fi.Size()
 	if size > 0 {
 		// A torn record at the end (a crash): the head is before it.
-		data, err := readFrom(r.segPath(seg), max(1, size-64*1024), 64*1024)
+		data, _, err := readFrom(r.segPath(seg), max(1, size-64*1024), 64*1024)
 		if err != nil {
 			return jpos{}, fmt.Errorf("disk: journal: %w", err)
 		}

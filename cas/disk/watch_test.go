@@ -270,3 +270,52 @@ func TestWatchClosedStore(t *testing.T) {
 		t.Fatal("the watch did not end after Close")
 	}
 }
+
+// TestWatchTornRecordEndsSegment: a record torn at the end of a segment
+// that a later one follows is skipped, and the watch goes on to the next
+// segment.
+func TestWatchTornRecordEndsSegment(t *testing.T) {
+	opts := &disk.Options{}
+	disk.SetJournalSegment(opts, 60) // a segment per record
+	s := newStore(t, opts)
+	r := s.Refs()
+	mustCAS(t, r, "a", 0, 1, "one")
+	head, err := r.WatchHead(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir(), "journal", "0000000000000001"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n{\"old\":\"0000000000000\",\"new"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	wt := make(chan cas.Event, 10)
+	ctx, cancel := context.WithTimeout(t.Context(), castest.WatchWakeBound)
+	defer cancel()
+	go func() {
+		for e, err := range r.Watch(ctx, "", head) {
+			if err == nil {
+				wt <- e
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // the watch waits behind the torn record
+	mustCAS(t, r, "a", 1, 2, "two")
+	mustCAS(t, r, "a", 2, 3, "three")
+	for _, want := range []string{"two", "three"} {
+		select {
+		case e := <-wt:
+			if e.Message != want {
+				t.Errorf("event %q, want %q", e.Message, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no event %q: the watch is stuck behind the torn record", want)
+		}
+	}
+	if segs, _ := filepath.Glob(filepath.Join(s.Dir(), "journal", "0*")); len(segs) < 3 {
+		t.Errorf("%d segments, want one per record", len(segs))
+	}
+}

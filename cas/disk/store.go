@@ -40,8 +40,9 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
-	jseg  atomic.Int64 // the newest journal segment this Store has seen
-	watch notifier     // wakes this Store's watchers
+	jseg      atomic.Int64   // the newest journal segment this Store has seen
+	watch     notifier       // wakes this Store's watchers
+	confirmed confirmedCache // what this Store's watchers found committed
 
 	// slack is how much earlier than the time set the filesystem may
 	// record a modification time (its granularity, less 1ns), measured

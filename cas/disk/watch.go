@@ -86,7 +86,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			}
 			var ok []bool
 			if len(mine) > 0 {
-				if ok, err = r.confirm(ctx, mine); err != nil {
+				if ok, err = r.s.confirmed.confirm(ctx, r, mine); err != nil {
 					if ctx.Err() != nil {
 						yield(cas.Event{}, ctx.Err())
 						return
@@ -228,4 +228,50 @@ func (n *notifier) acquire(dir string) (release func()) {
 			}
 		})
 	}
+}
+
+// confirmedCache remembers, for a Store's watchers, which journal records
+// committed: a record's fate is settled once it is confirmed (under its
+// ref's lock, after its writer finished), so each record is confirmed once
+// per process however many watchers read it. Confirmations run one at a
+// time; a watcher that waits for another's finds its records known.
+type confirmedCache struct {
+	mu   sync.Mutex
+	done map[jpos]bool
+}
+
+// confirmedCacheSize bounds the cache; past it the cache starts afresh.
+const confirmedCacheSize = 1 << 16
+
+// confirm is [Refs.confirm] through the cache.
+func (c *confirmedCache) confirm(ctx context.Context, r *Refs, recs []record) ([]bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ok := make([]bool, len(recs))
+	var unknown []record
+	var at []int
+	for i, rc := range recs {
+		v, known := c.done[rc.end]
+		if known {
+			ok[i] = v
+			continue
+		}
+		unknown = append(unknown, rc)
+		at = append(at, i)
+	}
+	if len(unknown) == 0 {
+		return ok, nil
+	}
+	got, err := r.confirm(ctx, unknown)
+	if err != nil {
+		return nil, err
+	}
+	if c.done == nil || len(c.done)+len(got) > confirmedCacheSize {
+		c.done = make(map[jpos]bool, len(got))
+	}
+	for k, i := range at {
+		ok[i] = got[k]
+		c.done[unknown[k].end] = got[k]
+	}
+	return ok, nil
 }

@@ -35,3 +35,11 @@ func MoveSQL(s *Store) (with, without string) {
 
 // Pool returns the store's operation pool.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
+
+// SetWatchPage sets how many rows one read of a watch returns, until the
+// test ends. Tests that call it must not run in parallel with others.
+func SetWatchPage(t interface{ Cleanup(func()) }, n int) {
+	old := watchPage
+	watchPage = n
+	t.Cleanup(func() { watchPage = old })
+}

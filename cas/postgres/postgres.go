@@ -66,7 +66,8 @@ type Store struct {
 	// lock keys, distinct per schema
 	storeKey, gcKey int64
 
-	listen listener // wakes the watchers (watch.go)
+	listen listener    // wakes the watchers (watch.go)
+	reads  sharedReads // lets them share their reads
 }
 
 var (

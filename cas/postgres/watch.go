@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,9 +40,11 @@ const (
 	// while the LISTEN connection is up; pollAlone, while it is down.
 	pollListening = 3 * time.Second
 	pollAlone     = time.Second
-	// watchPage bounds the rows one read of a watch returns.
-	watchPage = 1000
 )
+
+// watchPage bounds the rows one read of a watch returns (a variable for
+// tests).
+var watchPage = 1000
 
 // watchAddition makes the tables of the watch: see above. Made at Open by
 // the additions mechanism; a version-1 build ignores them.
@@ -90,17 +93,17 @@ func trimStep(from string) string {
 
 // watchQueries adds the watch's statements to q.
 func (q *queries) watchQueries(schema string, w func(string) string) {
-	// The changes after $1 under a name range, the newest id the snapshot
-	// sees, and the trim mark, in one snapshot: with ids committing in
+	// The changes after $1 (of every ref: watchers filter them), the
+	// newest id the snapshot sees, and the trim mark, in one snapshot: with ids committing in
 	// order, every id up to top is committed or never will be.
 	q.watchRead = q.expand(`SELECT m.top, m.trim, l.id, l.name, l.old, l.new, l.time_ms, l.message
 		FROM (SELECT coalesce((SELECT max(id) FROM {{S}}.ref_log), 0) AS top,
 			coalesce((SELECT id FROM {{S}}.watch_trim), 0) AS trim) m
 		LEFT JOIN LATERAL (
 			SELECT r.id, r.name, r.old, r.new, r.time_ms, r.message FROM {{S}}.ref_log r
-			WHERE r.id > $1 AND r.name >= $2 AND r.name < $3
+			WHERE r.id > $1
 				AND NOT EXISTS (SELECT 1 FROM {{S}}.ref_log_quiet q WHERE q.id = r.id)
-			ORDER BY r.id LIMIT $4
+			ORDER BY r.id LIMIT $2
 		) l ON true
 		ORDER BY l.id`)
 	q.watchHead = q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0),
@@ -179,18 +182,20 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 				return
 			}
 		}
-		upper, any := prefixEnd(prefix)
+		_, any := prefixEnd(prefix)
 		release := r.s.listen.acquire(r.s)
 		defer release()
 		// From the zero cursor, what was trimmed before the first read
 		// was never to be seen.
 		checkTrim, goneSaid := after != "", false
+		woke := time.Now()
 		for {
 			wake := r.s.listen.wait()
 			var evs []cas.Event
-			var top, trim int64
+			var next, trim int64
+			var more bool
 			if any {
-				evs, top, trim, err = r.readChanges(ctx, last, prefix, upper)
+				evs, next, more, trim, err = r.s.reads.read(ctx, r, last, prefix, woke)
 			} else {
 				err = r.s.pool.QueryRow(ctx, r.s.q.watchTrim).Scan(&trim)
 			}
@@ -215,11 +220,10 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 						return
 					}
 				}
-				if len(evs) == watchPage {
-					last, _ = parseCursor(evs[len(evs)-1].Cursor)
+				last = max(last, next)
+				if more {
 					continue
 				}
-				last = max(last, top)
 			}
 			select {
 			case <-ctx.Done():
@@ -228,13 +232,63 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			case <-wake:
 			case <-time.After(r.s.listen.pollInterval()):
 			}
+			woke = time.Now()
 		}
 	}
 }
 
-// readChanges reads a page of changes after last in [prefix, upper).
-func (r *Refs) readChanges(ctx context.Context, last int64, prefix, upper string) (evs []cas.Event, top, trim int64, err error) {
-	rows, err := r.s.pool.Query(ctx, r.s.q.watchRead, last, prefix, upper, watchPage)
+// sharedReads lets a Store's watchers share their reads of ref_log: when
+// many are woken by one notification, one query serves them all. A read is
+// reused by a watcher whose position it covers and which was woken before
+// the read began (so the read sees what woke it); reads run one at a time.
+type sharedReads struct {
+	mu    sync.Mutex
+	valid bool
+	began time.Time   // when the query was sent
+	from  int64       // it read the rows after this id
+	rows  []cas.Event // every change after from, in id order, up to watchPage
+	top   int64       // the highest id its snapshot saw
+	trim  int64       // watch_trim then
+}
+
+// read returns the changes after last under prefix, the id to go on from,
+// whether more may follow at once (a full page), and the trim mark.
+func (c *sharedReads) read(ctx context.Context, r *Refs, last int64, prefix string, woke time.Time) (evs []cas.Event, next int64, more bool, trim int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	full := len(c.rows) == watchPage
+	covers := c.valid && c.began.After(woke) && c.from <= last
+	if covers && full {
+		if id, _ := parseCursor(c.rows[len(c.rows)-1].Cursor); last >= id {
+			covers = false // past this page
+		}
+	}
+	if !covers {
+		began := time.Now()
+		rows, top, trim, err := r.readChanges(ctx, last)
+		if err != nil {
+			c.valid = false
+			return nil, 0, false, 0, err
+		}
+		c.valid, c.began, c.from, c.rows, c.top, c.trim = true, began, last, rows, top, trim
+		full = len(rows) == watchPage
+	}
+	next = c.top
+	if full {
+		next, _ = parseCursor(c.rows[len(c.rows)-1].Cursor)
+	}
+	for _, e := range c.rows {
+		if id, _ := parseCursor(e.Cursor); id > last && strings.HasPrefix(e.Ref, prefix) {
+			evs = append(evs, e)
+		}
+	}
+	return evs, next, full, c.trim, nil
+}
+
+// readChanges reads a page of changes after last (of every ref), the
+// newest id the snapshot sees and the trim mark.
+func (r *Refs) readChanges(ctx context.Context, last int64) (evs []cas.Event, top, trim int64, err error) {
+	rows, err := r.s.pool.Query(ctx, r.s.q.watchRead, last, watchPage)
 	if err != nil {
 		return nil, 0, 0, ctxErr(ctx, err)
 	}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -198,5 +199,47 @@ func mustCAS(t *testing.T, r cas.Refs, name string, old, new cas.Hash, msg strin
 	t.Helper()
 	if err := r.CompareAndSwap(t.Context(), name, old, new, msg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWatchPages: watches read the log a page at a time, sharing reads:
+// two watchers of different prefixes from the start each get their
+// changes, in order, across pages.
+func TestWatchPages(t *testing.T) {
+	postgres.SetWatchPage(t, 3)
+	s := newStore(t)
+	r := s.Refs()
+	var want []string
+	for i := range 10 {
+		name := []string{"x/a", "y/b"}[i%2]
+		var old cas.Hash
+		if i >= 2 {
+			old = cas.Hash(i - 1)
+		}
+		mustCAS(t, r, name, old, cas.Hash(i+1), strconv.Itoa(i))
+		want = append(want, name+" "+strconv.Itoa(i))
+	}
+	for _, prefix := range []string{"x/", "y/", ""} {
+		ctx, cancel := context.WithTimeout(t.Context(), castest.WatchWakeBound)
+		var got []string
+		for e, err := range r.Watch(ctx, prefix, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.Ref+" "+e.Message)
+			if (prefix == "" && len(got) == 10) || (prefix != "" && len(got) == 5) {
+				break
+			}
+		}
+		cancel()
+		var exp []string
+		for _, w := range want {
+			if len(w) >= len(prefix) && w[:len(prefix)] == prefix {
+				exp = append(exp, w)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(exp) {
+			t.Errorf("prefix %q: %v, want %v", prefix, got, exp)
+		}
 	}
 }

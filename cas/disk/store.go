@@ -43,6 +43,7 @@ type Store struct {
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
 	watch     notifier       // wakes this Store's watchers
 	confirmed confirmedCache // what this Store's watchers found committed
+	reads     sharedReads    // their reads of the journal
 
 	// slack is how much earlier than the time set the filesystem may
 	// record a modification time (its granularity, less 1ns), measured

@@ -59,13 +59,14 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		release := r.s.watch.acquire(r.s.dir)
 		defer release()
 		check, goneSaid := p != (jpos{}), false
+		woke := time.Now()
 		for {
 			if r.s.closed.Load() {
 				yield(cas.Event{}, fmt.Errorf("disk: store %s: %w", r.s.dir, fs.ErrClosed))
 				return
 			}
 			wake := r.s.watch.wait()
-			recs, next, gone, err := r.readJournal(p, readChunk, check)
+			recs, next, gone, err := r.s.reads.read(r, p, check, woke)
 			if err != nil {
 				yield(cas.Event{}, err)
 				if errors.Is(err, cas.ErrInvalidCursor) {
@@ -142,6 +143,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			case <-wake:
 			case <-time.After(r.s.watch.pollInterval()):
 			}
+			woke = time.Now()
 		}
 	}
 }
@@ -274,4 +276,42 @@ func (c *confirmedCache) confirm(ctx context.Context, r *Refs, recs []record) ([
 		c.done[unknown[k].end] = got[k]
 	}
 	return ok, nil
+}
+
+// sharedReads lets a Store's watchers share their reads of the journal:
+// when many are woken by one change, one read serves them all. A read is
+// reused by a watcher whose position lies in the span it read and which
+// was woken before the read began (so it sees what woke the watcher);
+// reads run one at a time.
+type sharedReads struct {
+	mu         sync.Mutex
+	valid      bool
+	began      time.Time
+	from, next jpos     // the span read
+	recs       []record // its records
+}
+
+// before reports whether a comes before b in the journal.
+func (a jpos) before(b jpos) bool { return a.seg < b.seg || a.seg == b.seg && a.off < b.off }
+
+// read is [Refs.readJournal] from p through the shared read.
+func (c *sharedReads) read(r *Refs, p jpos, check bool, woke time.Time) ([]record, jpos, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.valid && !check && c.began.After(woke) && !p.before(c.from) && p.before(c.next) {
+		var out []record
+		for _, rc := range c.recs {
+			if p.before(rc.end) {
+				out = append(out, rc)
+			}
+		}
+		return out, c.next, false, nil
+	}
+	began := time.Now()
+	recs, next, gone, err := r.readJournal(p, readChunk, check)
+	c.valid = err == nil && !gone && p != (jpos{})
+	if c.valid {
+		c.began, c.from, c.next, c.recs = began, p, next, recs
+	}
+	return recs, next, gone, err
 }

@@ -82,11 +82,17 @@ func watchStep(schema, from string) string {
 		)`
 }
 
-// trimStep is a CTE recording in watch_trim the highest id among the rows
-// that CTE from deleted (it must return their id).
+// trimStep is a CTE recording in watch_trim the highest id among the
+// changes that CTE from deleted (it must return their id); rows listed in
+// ref_log_quiet are history, never delivered, so removing them trims
+// nothing. (The statement sees ref_log_quiet as it was before it: the
+// cascade runs at its end.)
 func trimStep(from string) string {
 	return `t AS (
-			INSERT INTO {{S}}.watch_trim (one, id) SELECT true, max(id) FROM ` + from + ` HAVING count(*) > 0
+			INSERT INTO {{S}}.watch_trim (one, id)
+			SELECT true, max(x.id) FROM ` + from + ` x
+			WHERE NOT EXISTS (SELECT 1 FROM {{S}}.ref_log_quiet q WHERE q.id = x.id)
+			HAVING count(*) > 0
 			ON CONFLICT (one) DO UPDATE SET id = greatest({{S}}.watch_trim.id, EXCLUDED.id)
 		)`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"strconv"
 	"strings"
@@ -196,6 +197,10 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		checkTrim, goneSaid := after != "", false
 		woke := time.Now()
 		for {
+			if r.s.closed.Load() {
+				yield(cas.Event{}, fmt.Errorf("watch: postgres store closed: %w", fs.ErrClosed))
+				return
+			}
 			wake := r.s.listen.wait()
 			var evs []cas.Event
 			var next, trim int64

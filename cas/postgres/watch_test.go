@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"testing"
 	"time"
@@ -241,5 +242,33 @@ func TestWatchPages(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(exp) {
 			t.Errorf("prefix %q: %v, want %v", prefix, got, exp)
 		}
+	}
+}
+
+// TestWatchClosedStore: closing the Store ends its watches with an error
+// wrapping fs.ErrClosed.
+func TestWatchClosedStore(t *testing.T) {
+	needPostgres(t)
+	s, err := postgres.Open(t.Context(), testURL, &postgres.Options{Schema: freshSchema(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range s.Refs().Watch(context.Background(), "", "") {
+			last = err
+		}
+		done <- last
+	}()
+	time.Sleep(100 * time.Millisecond)
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("the watch ended with %v, want fs.ErrClosed", err)
+		}
+	case <-time.After(castest.WatchWakeBound):
+		t.Fatal("the watch did not end after Close")
 	}
 }

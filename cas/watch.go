@@ -57,7 +57,8 @@ type Watcher interface {
 	// watch from it yields only the changes committed after the call.
 	// Reading state and then watching from a cursor taken before the read
 	// misses nothing (a change may then be seen twice: once in the state,
-	// once as an event).
+	// once as an event). A store that holds no change yet may return
+	// the zero Cursor.
 	WatchHead(ctx context.Context) (Cursor, error)
 	// Watch yields every change committed after cursor after (the zero
 	// Cursor: from the oldest the store holds) to a ref whose name starts

@@ -94,6 +94,16 @@ func runRefs(t *testing.T, open func(t *testing.T) (cas.Refs, clock)) {
 			tc.f(t, &refsEnv{r: r, now: now, open: open})
 		})
 	}
+	for _, tc := range watchTests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, now := open(t)
+			w, ok := r.(cas.Watcher)
+			if !ok {
+				t.Skipf("the refs (%T) do not implement cas.Watcher", r)
+			}
+			tc.f(t, &refsEnv{r: r, now: now, open: open}, w)
+		})
+	}
 }
 
 // Verify re-hashes every object of s (Get each one listed by All) and fails

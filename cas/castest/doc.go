@@ -84,6 +84,22 @@
 //     (Clash set) and changes nothing, while one that creates no ref may
 //     add a log under a clashing name.
 //
+// # Watching
+//
+// Refs that implement [cas.Watcher] also get the watch tests: every
+// committed CompareAndSwap and Replace is delivered exactly once, in its
+// ref's log order, with the log's entry; a conflict or a no-op delivers
+// nothing; prefixes filter by name; a watch from any event's cursor yields
+// exactly the rest, and from the zero cursor everything; WatchHead then a
+// change then a watch sees it; concurrent writers on many refs are all
+// delivered, none twice; a malformed cursor fails with
+// [cas.ErrInvalidCursor]; PruneLog and an ImportLog into an existing log
+// deliver nothing and an ImportLog that creates a ref one event; a
+// cancelled watch ends with the context's error. Refs that implement
+// [Reopener] are also watched through a second instance on the same store
+// (another process), which must wake within [WatchWakeBound]. [FaultyRefs]
+// passes Watch through.
+//
 // # Fault injection
 //
 // [FaultyStore] and [FaultyRefs] wrap a backend and fail the calls a Fail

@@ -3,6 +3,7 @@ package castest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"sync/atomic"
@@ -170,6 +171,11 @@ func (f *FaultyStore) Now(ctx context.Context) (time.Time, error) {
 //	                                and the listing stops)
 //	"logs"                          "" before listing, then each name, as for "list"
 //	"prune"                         "" (PruneLog)
+//	"watch"                         the prefix (Watch: a failure is yielded
+//	                                and the watch ends), "" (WatchHead)
+//
+// Watch and WatchHead pass through to Refs if it implements
+// [cas.Watcher], and fail wrapping [cas.ErrWatchUnsupported] if not.
 //
 // A FaultyRefs is safe for concurrent use if Refs and Fail are.
 type FaultyRefs struct {
@@ -350,3 +356,38 @@ func FailAny[K comparable](fails ...func(op string, key K) error) func(op string
 }
 
 func matches(ops []string, op string) bool { return len(ops) == 0 || slices.Contains(ops, op) }
+
+var _ cas.Watcher = (*FaultyRefs)(nil)
+
+// WatchHead fails as Fail("watch", "") says, else calls Refs.WatchHead.
+func (f *FaultyRefs) WatchHead(ctx context.Context) (cas.Cursor, error) {
+	if err := f.fail("watch", ""); err != nil {
+		return "", err
+	}
+	w, ok := f.Refs.(cas.Watcher)
+	if !ok {
+		return "", fmt.Errorf("%w (%T)", cas.ErrWatchUnsupported, f.Refs)
+	}
+	return w.WatchHead(ctx)
+}
+
+// Watch fails as Fail("watch", prefix) says (the failure is yielded and
+// the watch ends), else yields what Refs.Watch yields.
+func (f *FaultyRefs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.Seq2[cas.Event, error] {
+	return func(yield func(cas.Event, error) bool) {
+		if err := f.fail("watch", prefix); err != nil {
+			yield(cas.Event{}, err)
+			return
+		}
+		w, ok := f.Refs.(cas.Watcher)
+		if !ok {
+			yield(cas.Event{}, fmt.Errorf("%w (%T)", cas.ErrWatchUnsupported, f.Refs))
+			return
+		}
+		for e, err := range w.Watch(ctx, prefix, after) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}

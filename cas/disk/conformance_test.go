@@ -36,15 +36,26 @@ func runConformance(t *testing.T, opts *disk.Options) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return corruptible{st}, droppable{st.Refs(), st.Dir()}
+		return corruptible{st}, droppable{st.Refs(), st.Dir(), opts}
 	})
 }
 
 // droppable adds castest.RefDropper to disk refs: it removes a ref's file
-// by hand.
+// by hand; and castest.Reopener: it opens the folder again, as another
+// process would.
 type droppable struct {
 	*disk.Refs
-	dir string
+	dir  string
+	opts *disk.Options
+}
+
+func (d droppable) Reopen(t *testing.T) cas.Refs {
+	st, err := disk.Open(d.dir, d.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st.Refs()
 }
 
 func (d droppable) DropRef(name string) bool {

@@ -26,6 +26,11 @@
 //	gc.lock                   the GC lock (flock, never waited for)
 //	locks/refs                the lock for creating and deleting refs
 //	locks/ref-XX              256 striped locks for moving refs
+//	journal/<seg>             the watch journal's segments (an additive
+//	                          extra: see Watching refs)
+//	journal/pruned            the newest PruneLog cutoff
+//	locks/journal, locks/journal.gate
+//	                          the journal's lock and its gate
 //
 // Shard folders and lock files are created when first needed. The FORMAT
 // file is written last, without overwriting, so concurrent creators agree;
@@ -105,6 +110,22 @@
 //     writer. Entries added by [Refs.ImportLog] are marked and never taken for
 //     intents;
 //   - no lock stays held: flock locks die with their process.
+//
+// # Watching refs
+//
+// [Refs] implements [cas.Watcher] over a store-wide, append-only journal:
+// each ref change (and each ImportLog that creates a ref) appends a record,
+// a ref-log line, to the newest segment of journal/, beside its log line
+// and flushed at the same point, under the ref's lock, before the ref
+// moves. A watch reads the records after its cursor (d.<segment>.<offset>)
+// and delivers each once the ref's log, read under the ref's lock, shows
+// the change committed, so a change a crash kept from committing is never
+// delivered. Changes made through the same Store wake its watchers at
+// once; other processes' wake them through inotify on Linux, and a poll
+// (every 250 ms without inotify, every 2 s with it) catches the rest.
+// PruneLog removes the oldest segments whose every record is older than
+// its cutoff; a watch whose cursor was removed is told [cas.ErrCursorGone]
+// once. A version-1 binary writes no records: its changes are not seen.
 //
 // # Platforms
 //

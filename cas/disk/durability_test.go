@@ -248,9 +248,15 @@ func TestDurabilityRefChange(t *testing.T) {
 		if w < 0 || sy < w {
 			t.Fatalf("%s: the log line is not written then synced:%s", what, dump(ops))
 		}
+		// The watch journal's record is written and synced beside it.
+		seg := "journal/0000000000000001"
+		jw, jsy := indexOf(ops, "write", seg), indexOf(ops, "sync", seg)
+		if jw < 0 || jsy < jw {
+			t.Fatalf("%s: the journal record is not written then synced:%s", what, dump(ops))
+		}
 		for i, op := range ops {
-			if (op.Path == ref || op.To == ref) && i < sy {
-				t.Fatalf("%s: %s before the log line is synced:%s", what, op, dump(ops))
+			if (op.Path == ref || op.To == ref) && (i < sy || i < jsy) {
+				t.Fatalf("%s: %s before the log line and journal record are synced:%s", what, op, dump(ops))
 			}
 		}
 		if deleted {

@@ -33,3 +33,12 @@ func SetBumpHook(o *Options, f func()) { o.bumpHook = f }
 
 // LogSuffix ends the name of every ref log file.
 const LogSuffix = logSuffix
+
+// SetJournalSegment sets the size past which a change starts a new journal
+// segment.
+func SetJournalSegment(o *Options, n int64) { o.journalSegment = n }
+
+// SetMoveHook makes every ref change call f after its journal record and
+// log line are flushed and before the ref moves; an error from f aborts
+// the change there, as a crash would.
+func SetMoveHook(o *Options, f func(name string) error) { o.moveHook = f }

@@ -69,6 +69,13 @@ type Options struct {
 	staleAge  time.Duration         // temp files older than this are removed at Open
 	staleSet  bool                  // staleAge was set (it may be 0)
 	bumpHook  func()                // called by BumpFormat between its check and the FORMAT write
+	// journalSegment is the size past which a change starts a new journal
+	// segment (0: defaultSegmentSize).
+	journalSegment int64
+	// moveHook, if set, is called by a ref change after its journal
+	// record and log line are flushed and before the ref moves; an error
+	// aborts the change there, as a crash would.
+	moveHook func(name string) error
 }
 
 // batchSync selects how PutBatch syncs its temporary files.

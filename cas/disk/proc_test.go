@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/castest"
 	"github.com/uncaged/uwf/cas/disk"
 )
 
@@ -73,6 +74,17 @@ func runHelper(mode, dir, arg string) error {
 			}
 		}
 		return nil
+	case "move":
+		// arg: a ref to create, then move once.
+		s, err := disk.Open(dir, nil)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.Refs().CompareAndSwap(ctx, arg, 0, 1, "from another process"); err != nil {
+			return err
+		}
+		return s.Refs().CompareAndSwap(ctx, arg, 1, 2, "moved by another process")
 	case "open-or-create":
 		// arg: the barrier file to wait for.
 		fmt.Println("ready")
@@ -452,6 +464,7 @@ func checkRecovered(t *testing.T, dir string, i int) {
 			t.Errorf("round %d: deleted ref %s has a log ending %+v (%v)", i, name, log, err)
 		}
 	}
+	checkWatchRecovered(t, r, i)
 	lockCtx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	unlock, err := s.Lock(lockCtx, true)
@@ -464,4 +477,107 @@ func checkRecovered(t *testing.T, dir string, i int) {
 		t.Fatalf("round %d: the GC lock is left held: %v", i, err)
 	}
 	gc()
+}
+
+// checkWatchRecovered checks that a watch of a store recovered from
+// crashes delivers each ref's log once, in order, except the creations
+// that a kill interrupted (a log line with no ref file, or followed by
+// another creation of the name), and none of the changes that never
+// committed.
+func checkWatchRecovered(t *testing.T, r *disk.Refs, round int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// A change of a ref of its own marks the end.
+	sentinel := fmt.Sprintf("sentinel/%d", round)
+	if err := r.CompareAndSwap(ctx, sentinel, 0, 1, "end"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.CompareAndSwap(ctx, sentinel, 1, 0, "done"); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	events := map[string][]cas.LogEntry{}
+	for e, err := range r.Watch(ctx, "", "") {
+		if err != nil {
+			t.Fatalf("round %d: Watch: %v", round, err)
+		}
+		if e.Ref == sentinel {
+			break
+		}
+		if !strings.HasPrefix(e.Ref, "sentinel/") {
+			events[e.Ref] = append(events[e.Ref], e.Entry())
+		}
+	}
+	for name, err := range r.Logs(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(name, "sentinel/") {
+			continue
+		}
+		log, err := r.Log(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, gerr := r.Get(ctx, name)
+		live := gerr == nil
+		got := events[name]
+		j := 0
+		for k, e := range log {
+			if j < len(got) && got[j] == e {
+				j++
+				continue
+			}
+			interrupted := e.Old.IsZero() && (k+1 < len(log) && log[k+1].Old.IsZero() || k == len(log)-1 && !live)
+			if !interrupted {
+				t.Errorf("round %d: %s: log entry %d %+v was not delivered (events %+v)", round, name, k, e, got)
+			}
+		}
+		if j < len(got) {
+			t.Errorf("round %d: %s: events beyond its log: %+v (log %+v)", round, name, got[j:], log)
+		}
+		delete(events, name)
+	}
+	for name, evs := range events {
+		t.Errorf("round %d: events of %s, which has no log: %+v", round, name, evs)
+	}
+}
+
+// TestMultiProcessWatch: a watcher is woken by changes another process
+// makes, in order, within castest.WatchWakeBound.
+func TestMultiProcessWatch(t *testing.T) {
+	s := newStore(t, nil)
+	r := s.Refs()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	head, err := r.WatchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan cas.Event, 10)
+	go func() {
+		for e, err := range r.Watch(ctx, "proc/", head) {
+			if err != nil {
+				return
+			}
+			got <- e
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // let it wait
+	cmd, stderr := helper(t, "move", s.Dir(), "proc/x")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helper: %v: %s", err, stderr)
+	}
+	for i, want := range []string{"from another process", "moved by another process"} {
+		select {
+		case e := <-got:
+			if e.Ref != "proc/x" || e.Message != want {
+				t.Errorf("event %d = %+v, want %q", i, e, want)
+			}
+		case <-time.After(castest.WatchWakeBound):
+			t.Fatalf("event %d: nothing within %v", i, castest.WatchWakeBound)
+		}
+	}
 }

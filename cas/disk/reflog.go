@@ -100,11 +100,11 @@ func encodeLog(lines []logLine) []byte {
 	return b
 }
 
-// appendLog appends line to logs/<lower>@.jsonl and syncs it, after
-// truncating a torn last line and an uncommitted intent (judged against
-// cur, the ref file's value). A new log file's folder is synced too. The
-// caller holds the ref's striped lock.
-func (r *Refs) appendLog(lower string, cur refState, line logLine) error {
+// appendLog appends line to logs/<lower>@.jsonl and its record to the
+// journal (jw), and syncs both, after truncating a torn last line and an
+// uncommitted intent (judged against cur, the ref file's value). A new log
+// file's folder is synced too. The caller holds the ref's striped lock.
+func (r *Refs) appendLog(lower string, cur refState, line logLine, jw *journalWriter) error {
 	fsys, sync := r.s.fs, r.s.durable
 	path := r.logPath(lower)
 	created := false
@@ -125,9 +125,18 @@ func (r *Refs) appendLog(lower string, cur refState, line logLine) error {
 	if err == nil {
 		_, err = f.Write(appendLine(nil, line))
 	}
+	// --- watch journal: the record goes beside the log line and is
+	// flushed at the same point, before the ref moves. ---
+	if err == nil {
+		err = jw.write(line)
+	}
 	if err == nil && sync {
 		err = f.Sync()
 	}
+	if err == nil && sync {
+		err = jw.sync()
+	}
+	// --- end of the watch journal's part. ---
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -354,6 +363,9 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 			errs = append(errs, err)
 		}
 	}
+	if err := r.trimJournal(ctx, before.UnixMilli()); err != nil {
+		errs = append(errs, err)
+	}
 	return removed, errors.Join(errs...)
 }
 
@@ -508,6 +520,24 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		}
 		if clash != "" {
 			return &cas.ConflictError{Name: name, Clash: clash}
+		}
+	}
+	if create {
+		// The creation is a change watchers see: its journal record,
+		// flushed before the log is rewritten and the ref created.
+		jw, err := r.beginJournal(ctx)
+		if err != nil {
+			return fmt.Errorf("disk: import ref %s: %w", name, err)
+		}
+		defer jw.end()
+		rec := *newest
+		rec.Import = true
+		err = jw.write(rec)
+		if err == nil && r.s.durable {
+			err = jw.sync()
+		}
+		if err != nil {
+			return fmt.Errorf("disk: import ref %s: %w", name, err)
 		}
 	}
 	if len(merged) > 0 && (added > 0 || dirty) {

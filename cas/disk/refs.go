@@ -307,8 +307,16 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	if err := r.appendLog(lower, cur, line); err != nil {
+	jw, err := r.beginJournal(ctx)
+	if err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	defer jw.end()
+	if err := r.appendLog(lower, cur, line, jw); err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	if err := r.beforeMove(name); err != nil {
+		return err
 	}
 	if new.IsZero() {
 		err = r.removeRef(lower)
@@ -403,8 +411,16 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	if err := r.appendLog(lower, cur, line); err != nil {
+	jw, err := r.beginJournal(ctx)
+	if err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	defer jw.end()
+	if err := r.appendLog(lower, cur, line, jw); err != nil {
+		return fmt.Errorf("disk: ref %s: %w", name, err)
+	}
+	if err := r.beforeMove(name); err != nil {
+		return err
 	}
 	switch {
 	case !new.IsZero():
@@ -493,6 +509,17 @@ func (r *Refs) removeRef(lower string) error {
 	for d := filepath.Dir(lower); d != "." && d != "/"; d = filepath.Dir(d) {
 		if r.s.fs.Remove(r.refPath(d)) != nil {
 			break // not empty
+		}
+	}
+	return nil
+}
+
+// beforeMove calls the test hook between a change's flushed log line and
+// its ref's move.
+func (r *Refs) beforeMove(name string) error {
+	if h := r.s.opts.moveHook; h != nil {
+		if err := h(name); err != nil {
+			return fmt.Errorf("disk: ref %s: %w", name, err)
 		}
 	}
 	return nil

@@ -40,6 +40,11 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
+	jseg      atomic.Int64   // the newest journal segment this Store has seen
+	watch     notifier       // wakes this Store's watchers
+	confirmed confirmedCache // what this Store's watchers found committed
+	reads     sharedReads    // their reads of the journal
+
 	// slack is how much earlier than the time set the filesystem may
 	// record a modification time (its granularity, less 1ns), measured
 	// once by probeSlack; slackKnown says it was.
@@ -71,10 +76,11 @@ const (
 	lockFile   = "lock"
 	gateFile   = "lock.gate"
 	gcLockFile = "gc.lock"
+	// journalDir ("journal") is in journal.go.
 )
 
 // storeNames are the names a store folder may hold.
-var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile}
+var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile, journalDir}
 
 // Create makes a new store in dir, creating dir if needed. It fails with an
 // error wrapping [fs.ErrExist] if a store exists there, and refuses a folder
@@ -264,9 +270,11 @@ func (s *Store) Refs() *Refs { return s.refs }
 
 // Close marks the store closed: later calls fail with an error wrapping
 // [fs.ErrClosed]. It holds no open files, so it cannot fail; locks taken
-// with Lock or LockGC stay held until their unlock functions are called.
+// with Lock or LockGC stay held until their unlock functions are called;
+// its watches end, yielding an error wrapping [fs.ErrClosed].
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.watch.broadcast() // its watches end
 	return nil
 }
 

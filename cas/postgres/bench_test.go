@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -306,4 +307,70 @@ func BenchmarkDeleteIfOlder(b *testing.B) {
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+// BenchmarkWatchStep measures what the watch step (the commit-order lock
+// and the notification) adds to a ref move: each iteration runs the move
+// statement with it on one ref and without it on another, alternately, so
+// both see the same load; with-us and without-us are their medians.
+func BenchmarkWatchStep(b *testing.B) {
+	s := newStore(b)
+	ctx := b.Context()
+	with, without := postgres.MoveSQL(s)
+	for _, name := range []string{"with", "without"} {
+		if err := s.Refs().CompareAndSwap(ctx, name, 0, 1, "create"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var tw, to []time.Duration
+	cur := int64(1)
+	run := func(stmt, name string, times *[]time.Duration) {
+		t0 := time.Now()
+		var id int64
+		if err := postgres.Pool(s).QueryRow(ctx, stmt, name, cur, cur+1, "step").Scan(&id); err != nil {
+			b.Fatal(err)
+		}
+		*times = append(*times, time.Since(t0))
+	}
+	for b.Loop() {
+		run(with, "with", &tw)
+		run(without, "without", &to)
+		cur++
+	}
+	slices.Sort(tw)
+	slices.Sort(to)
+	b.ReportMetric(float64(tw[len(tw)/2])/1e3, "with-us")
+	b.ReportMetric(float64(to[len(to)/2])/1e3, "without-us")
+}
+
+// BenchmarkWatchStepParallel is BenchmarkWatchStep with 8 writers, each
+// moving its own ref: the commit-order lock serialises their commits, so
+// this is where the step costs. Sub-benchmarks "with" and "without"
+// alternate over -count.
+func BenchmarkWatchStepParallel(b *testing.B) {
+	s := newStore(b)
+	ctx := b.Context()
+	with, without := postgres.MoveSQL(s)
+	var next atomic.Int64
+	for _, v := range []struct{ name, stmt string }{{"with", with}, {"without", without}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetParallelism(4) // 8 writers on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				name := fmt.Sprintf("p%d", next.Add(1))
+				if err := s.Refs().CompareAndSwap(ctx, name, 0, 1, "create"); err != nil {
+					b.Error(err)
+					return
+				}
+				cur := int64(1)
+				for pb.Next() {
+					var id int64
+					if err := postgres.Pool(s).QueryRow(ctx, v.stmt, name, cur, cur+1, "step").Scan(&id); err != nil {
+						b.Error(err)
+						return
+					}
+					cur++
+				}
+			})
+		})
+	}
 }

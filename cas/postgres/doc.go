@@ -58,6 +58,22 @@
 // and proceed in parallel. Moves and deletes take no advisory lock: the
 // ref's row lock orders them.
 //
+// # Watching refs
+//
+// [Refs] implements [cas.Watcher]: events are ref_log rows in id order,
+// the cursor a row's id. Every statement that inserts log rows first takes
+// a transaction-level advisory lock (held until commit, taken just before
+// the row gets its id, after the ref's own locks), so ids commit in order
+// and a reader resuming from "id > last" skips nothing, and calls
+// pg_notify at commit; one LISTEN connection per Store wakes its watchers,
+// which also poll every few seconds. The lock serialises the commits of
+// concurrent ref moves (bench/README.md gives the cost). Rows ImportLog
+// adds as history are listed in ref_log_quiet, and the highest id that
+// PruneLog or a log rewrite removed in watch_trim (the addition watch-1),
+// so a watch behind it is told [cas.ErrCursorGone]. A version-1 binary
+// takes no lock and sends no notification: its changes are seen at the
+// next poll, and one that commits late may be missed.
+//
 // # Locks
 //
 // The store-wide lock ([Store.Lock]) is a session-level advisory lock,

@@ -71,7 +71,7 @@ func init() {
 // Every statement must be safe to run again ("IF NOT EXISTS"), and must
 // never change what the tables of the format mean. Never remove or rename
 // an entry once released.
-var additions []addition
+var additions = []addition{watchAddition}
 
 // addition is one entry of additions.
 type addition struct {

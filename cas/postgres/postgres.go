@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,10 @@ type Store struct {
 	sum    func([]byte) cas.Hash // the address function; tests replace it to force collisions
 	// lock keys, distinct per schema
 	storeKey, gcKey int64
+
+	listen listener    // wakes the watchers (watch.go)
+	reads  sharedReads // lets them share their reads
+	closed atomic.Bool // Close was called: watches end
 }
 
 var (
@@ -192,8 +197,11 @@ func (s *Store) Schema() string { return s.schema }
 
 // Close closes the store's connections. It waits until every connection in
 // use is back, so release every lock (call each unlock) first. The store
-// must not be used after Close.
+// must not be used after Close; its watches end, yielding an error
+// wrapping [fs.ErrClosed].
 func (s *Store) Close() {
+	s.closed.Store(true)
+	s.listen.broadcast()
 	s.locks.Close()
 	s.pool.Close()
 }

@@ -659,3 +659,6 @@ func TestCollision(t *testing.T) {
 		t.Errorf("Get(42) after a healing batch = %q, %v; want A", data, err)
 	}
 }
+
+// Reopen opens the schema again, as another process would.
+func (d droppable) Reopen(t *testing.T) cas.Refs { return openStore(t, d.s.Schema()).Refs() }

@@ -25,10 +25,17 @@ type queries struct {
 	lockShared, lockExclusive, deleteLogs string
 	pruneLog, insertRef                   string
 	lastLogged, insertLog, setRef, delRef string
+
+	// watch (watch.go)
+	watchRead, watchHead, watchTop, watchTrim string
+	importRows, deleteLogsTrim, deleteNewest  string
 }
 
 func newQueries(schema string) queries {
 	q := queries{schema: pgx.Identifier{schema}.Sanitize()}
+	// w is the watch step of every statement that appends a log row
+	// (watch.go): the commit-order lock and the notification.
+	w := func(from string) string { return watchStep(schema, from) }
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
@@ -67,23 +74,23 @@ func newQueries(schema string) queries {
 	// non-decreasing times in id order.
 	q.move = q.expand(`WITH u AS (
 			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint RETURNING name
-		)
+		), ` + w("u") + `
 		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
-		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
+		SELECT w.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM w
 		RETURNING id`)
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
-		)
+		), ` + w("d") + `
 		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
-		SELECT d.name, $2::bigint, 0, ` + nowMS + `, $3::text FROM d
+		SELECT w.name, $2::bigint, 0, ` + nowMS + `, $3::text FROM w
 		RETURNING id`)
 	q.create = q.expand(`WITH i AS (
 			INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)
 			ON CONFLICT DO NOTHING
 			RETURNING name
-		)
+		), ` + w("i") + `
 		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
-		SELECT i.name, 0, $2::bigint, ` + nowMS + `, $3::text FROM i
+		SELECT w.name, 0, $2::bigint, ` + nowMS + `, $3::text FROM w
 		RETURNING id`)
 	// The first live ref, in name order, whose name clashes with $1 (lower
 	// case $2): the same in another case, a folder of it ($3: its lower-case
@@ -99,8 +106,9 @@ func newQueries(schema string) queries {
 	// Replace: the newest logged value, and the unconditional row changes
 	// with their log row.
 	q.lastLogged = q.expand(`SELECT new FROM {{S}}.ref_log WHERE name = $1 ORDER BY id DESC LIMIT 1`)
-	q.insertLog = q.expand(`INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
-		VALUES ($1::text, $2::bigint, $3::bigint, ` + nowMS + `, $4::text)`)
+	q.insertLog = q.expand(`WITH n AS (SELECT $1::text AS name), ` + w("n") + `
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT w.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM w`)
 	q.setRef = q.expand(`INSERT INTO {{S}}.refs (name, lower_name, hash) VALUES ($1::text, lower($1::text), $2::bigint)
 		ON CONFLICT (name) DO UPDATE SET hash = EXCLUDED.hash`)
 	q.delRef = q.expand(`DELETE FROM {{S}}.refs WHERE name = $1::text`)
@@ -124,9 +132,10 @@ func newQueries(schema string) queries {
 				(NOT s.live AND n.time_ms < $1::bigint)
 				OR (l.time_ms < $1 AND NOT (s.live AND (l.id = s.newest OR l.id = s.creation)))
 			)
-			RETURNING 1
-		)
+			RETURNING l.id
+		), ` + trimStep("d") + `
 		SELECT count(*) FROM d`)
+	q.watchQueries(schema, w)
 	return q
 }
 

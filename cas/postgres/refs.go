@@ -477,7 +477,8 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 			return err
 		}
 		log := cas.MergeLog(existing, entries, func(e cas.LogEntry) cas.LogEntry { return e }, cur)
-		if newest := log[len(log)-1].New; !live && !newest.IsZero() {
+		create := !live && !log[len(log)-1].New.IsZero()
+		if newest := log[len(log)-1].New; create {
 			clash, err := r.clash(ctx, tx, name)
 			if err != nil {
 				return err
@@ -492,21 +493,31 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		add := log[len(existing):]
 		if !slices.Equal(log[:len(existing)], existing) {
 			// Imported entries go between existing ones: rewrite the log,
-			// whose order is its row ids.
-			if _, err := tx.Exec(ctx, r.s.q.deleteLogs, name); err != nil {
+			// whose order is its row ids. A watch behind the removed rows
+			// learns it (watch_trim).
+			if _, err := tx.Exec(ctx, r.s.q.deleteLogsTrim, name); err != nil {
 				return err
 			}
 			add = log
 		}
+		if create && len(add) == 0 {
+			// The creation is a change (one event, the newest entry): its
+			// row moves to the end with a new id.
+			if _, err := tx.Exec(ctx, r.s.q.deleteNewest, name); err != nil {
+				return err
+			}
+			add = log[len(log)-1:]
+		}
 		if len(add) == 0 {
 			return nil
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{r.s.schema, "ref_log"},
-			[]string{"name", "old", "new", "time_ms", "message"},
-			pgx.CopyFromSlice(len(add), func(i int) ([]any, error) {
-				e := add[i]
-				return []any{name, int64(e.Old), int64(e.New), e.Time, e.Message}, nil
-			}))
+		// The rows go in in order, all listed as history (ref_log_quiet)
+		// but for the creation's.
+		olds, news, times, msgs := make([]int64, len(add)), make([]int64, len(add)), make([]int64, len(add)), make([]string, len(add))
+		for i, e := range add {
+			olds[i], news[i], times[i], msgs[i] = int64(e.Old), int64(e.New), e.Time, e.Message
+		}
+		_, err = tx.Exec(ctx, r.s.q.importRows, name, olds, news, times, msgs, create)
 		return err
 	})
 	if err != nil {

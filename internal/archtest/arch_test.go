@@ -42,6 +42,7 @@ var internalAllowed = map[string][]string{
 	"internal/yamldoc":    {"cas", "gopkg.in/yaml.v3"}, // registry's and config's YAML files
 	"internal/atomicfile": {"golang.org/x/sys"},        // renameat2, syncfs, flock on every Unix architecture
 	"internal/pgtest":     {"github.com/jackc/pgx/v5"}, // tests' schemas on the test server, dropped after
+	"internal/dirnotify":  {"golang.org/x/sys"},        // inotify, waking the disk store's watchers
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
 	"internal/jsonschema":      {"golang.org/x/text"},

@@ -1,0 +1,274 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/castest"
+	"github.com/uncaged/uwf/cas/postgres"
+)
+
+// pgWatch is a watch running in the background: its events and errors.
+type pgWatch struct {
+	evs  chan cas.Event
+	errs chan error
+}
+
+// watchItems runs a watch in the background until the test ends.
+func watchItems(t *testing.T, r *postgres.Refs, after cas.Cursor) *pgWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan error, 100)
+	evs := make(chan cas.Event, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, err := range r.Watch(ctx, "", after) {
+			if err != nil {
+				out <- err
+				continue
+			}
+			evs <- e
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &pgWatch{evs: evs, errs: out}
+}
+
+func nextEvent(t *testing.T, w *pgWatch, within time.Duration) (cas.Event, bool) {
+	t.Helper()
+	select {
+	case e := <-w.evs:
+		return e, true
+	case err := <-w.errs:
+		t.Fatalf("watch error: %v", err)
+	case <-time.After(within):
+	}
+	return cas.Event{}, false
+}
+
+// TestWatchCommitOrder: a transaction that got its log id and has not
+// committed holds back every later one (the watch lock), so a later id
+// never commits first and a reader resuming from "id > last" skips
+// nothing: a change made by hand, behind the store's back, in the order
+// the store's statements take (lock, then insert), and a CompareAndSwap
+// that starts after it are both delivered, in id order, once the first
+// commits.
+func TestWatchCommitOrder(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	ctx := t.Context()
+	head, err := r.WatchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := watchItems(t, r, head)
+	a := admin(t)
+	tx, err := a.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.WatchLockKey(s.Schema())); err != nil {
+		t.Fatal(err)
+	}
+	var first int64
+	if err := tx.QueryRow(ctx, "INSERT INTO "+pgx.Identifier{s.Schema(), "ref_log"}.Sanitize()+
+		" (name, old, new, time_ms, message) VALUES ('rev/first', 0, 1, 1, 'by hand') RETURNING id").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	casDone := make(chan error, 1)
+	go func() { casDone <- r.CompareAndSwap(ctx, "rev/second", 0, 2, "through the store") }()
+	// The second cannot take an id, let alone commit, while the first is
+	// open: nothing is delivered.
+	select {
+	case err := <-casDone:
+		t.Fatalf("CompareAndSwap returned (%v) while an earlier log row was uncommitted", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if e, ok := nextEvent(t, errs, 200*time.Millisecond); ok {
+		t.Fatalf("delivered %+v before the first transaction committed", e)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-casDone; err != nil {
+		t.Fatal(err)
+	}
+	var got []cas.Event
+	for len(got) < 2 {
+		e, ok := nextEvent(t, errs, castest.WatchWakeBound)
+		if !ok {
+			t.Fatalf("after both commits: %d events, want 2", len(got))
+		}
+		got = append(got, e)
+	}
+	if got[0].Ref != "rev/first" || got[1].Ref != "rev/second" || got[0].Cursor != cas.Cursor(strconv.FormatInt(first, 10)) {
+		t.Errorf("events %+v; want rev/first (id %d), then rev/second", got, first)
+	}
+	if second, _ := strconv.ParseInt(string(got[1].Cursor), 10, 64); second <= first {
+		t.Errorf("the later transaction's id %d is not above the first's %d", second, first)
+	}
+}
+
+// TestWatchUnnotifiedWrite: a log row written without a notification (as
+// a version-1 binary writes) is still delivered, by the poll.
+func TestWatchUnnotifiedWrite(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	errs := watchItems(t, r, "")
+	time.Sleep(100 * time.Millisecond)
+	if _, err := admin(t).Exec(t.Context(), "INSERT INTO "+pgx.Identifier{s.Schema(), "ref_log"}.Sanitize()+
+		" (name, old, new, time_ms, message) VALUES ('v1/x', 0, 1, 1, 'version 1')"); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := nextEvent(t, errs, castest.WatchWakeBound)
+	if !ok || e.Ref != "v1/x" {
+		t.Fatalf("the unnotified row: %+v, %v; want v1/x", e, ok)
+	}
+}
+
+// TestWatchCursors: a cursor beyond every id is invalid; one behind rows
+// PruneLog removed yields ErrCursorGone once, then the retained changes.
+func TestWatchCursors(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	ctx := t.Context()
+	for _, bad := range []cas.Cursor{"999999", "d.1.0"} {
+		n := 0
+		for _, err := range r.Watch(ctx, "", bad) {
+			n++
+			if !errors.Is(err, cas.ErrInvalidCursor) {
+				t.Errorf("Watch(%q) yielded %v, want ErrInvalidCursor", bad, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("Watch(%q) yielded %d items, want one error", bad, n)
+		}
+	}
+	mustCAS(t, r, "a", 0, 1, "1")
+	mustCAS(t, r, "a", 1, 2, "2")
+	mustCAS(t, r, "a", 2, 3, "3")
+	mustCAS(t, r, "b", 0, 4, "4")
+	wctx, cancel := context.WithTimeout(ctx, castest.WatchWakeBound)
+	defer cancel()
+	var all []cas.Event
+	for e, err := range r.Watch(wctx, "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all = append(all, e); len(all) == 4 {
+			break
+		}
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := r.PruneLog(ctx, now.Add(time.Millisecond)); err != nil || n != 1 {
+		t.Fatalf("PruneLog = %d, %v; want 1 (a's middle entry)", n, err)
+	}
+	var gone int
+	var msgs []string
+	for e, err := range r.Watch(wctx, "", all[0].Cursor) {
+		if errors.Is(err, cas.ErrCursorGone) {
+			gone++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs = append(msgs, e.Message); len(msgs) == 2 {
+			break
+		}
+	}
+	if gone != 1 || len(msgs) != 2 || msgs[0] != "3" || msgs[1] != "4" {
+		t.Errorf("from the first cursor after the prune: %d ErrCursorGone, events %v; want 1 and [3 4]", gone, msgs)
+	}
+}
+
+func mustCAS(t *testing.T, r cas.Refs, name string, old, new cas.Hash, msg string) {
+	t.Helper()
+	if err := r.CompareAndSwap(t.Context(), name, old, new, msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWatchPages: watches read the log a page at a time, sharing reads:
+// two watchers of different prefixes from the start each get their
+// changes, in order, across pages.
+func TestWatchPages(t *testing.T) {
+	postgres.SetWatchPage(t, 3)
+	s := newStore(t)
+	r := s.Refs()
+	var want []string
+	for i := range 10 {
+		name := []string{"x/a", "y/b"}[i%2]
+		var old cas.Hash
+		if i >= 2 {
+			old = cas.Hash(i - 1)
+		}
+		mustCAS(t, r, name, old, cas.Hash(i+1), strconv.Itoa(i))
+		want = append(want, name+" "+strconv.Itoa(i))
+	}
+	for _, prefix := range []string{"x/", "y/", ""} {
+		ctx, cancel := context.WithTimeout(t.Context(), castest.WatchWakeBound)
+		var got []string
+		for e, err := range r.Watch(ctx, prefix, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.Ref+" "+e.Message)
+			if (prefix == "" && len(got) == 10) || (prefix != "" && len(got) == 5) {
+				break
+			}
+		}
+		cancel()
+		var exp []string
+		for _, w := range want {
+			if len(w) >= len(prefix) && w[:len(prefix)] == prefix {
+				exp = append(exp, w)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(exp) {
+			t.Errorf("prefix %q: %v, want %v", prefix, got, exp)
+		}
+	}
+}
+
+// TestWatchClosedStore: closing the Store ends its watches with an error
+// wrapping fs.ErrClosed.
+func TestWatchClosedStore(t *testing.T) {
+	needPostgres(t)
+	s, err := postgres.Open(t.Context(), testURL, &postgres.Options{Schema: freshSchema(t), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range s.Refs().Watch(context.Background(), "", "") {
+			last = err
+		}
+		done <- last
+	}()
+	time.Sleep(100 * time.Millisecond)
+	s.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("the watch ended with %v, want fs.ErrClosed", err)
+		}
+	case <-time.After(castest.WatchWakeBound):
+		t.Fatal("the watch did not end after Close")
+	}
+}

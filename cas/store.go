@@ -2,6 +2,7 @@ package cas
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"time"
 )
@@ -86,4 +87,36 @@ func PutBatch(ctx context.Context, s Putter, data [][]byte) ([]Hash, error) {
 		hs[i] = h
 	}
 	return hs, nil
+}
+
+// LinkedPutter is a [Store] fast path for [Repo.PutNode] and
+// [Repo.PutNodes]: PutLinked does what the repo otherwise does in many
+// calls, in one atomic step under the store-wide shared lock (which it
+// takes and releases itself): it refreshes the age of every object in
+// edges, as Touch does, and, only if all of them are present, stores data
+// as PutBatch does, returning the hashes in input order. If an edge is
+// absent nothing is stored (the edges present may have been refreshed) and
+// the error is an *[ObjectError] with Op "touch" wrapping [ErrNotFound];
+// the repo then takes the slow path, which names the node and the edge (or
+// puts back a lost built-in schema).
+type LinkedPutter interface {
+	PutLinked(ctx context.Context, data [][]byte, edges []Hash) ([]Hash, error)
+}
+
+// TouchingSwapper is a [Refs] fast path for the ref moves of [Repo.Refs]:
+// SwapTouching is CompareAndSwap that first refreshes new's age in st, as
+// st's Touch does, under st's store-wide shared lock, all in one atomic
+// step. It reports ok false, having done nothing, if st is not the store
+// these refs belong to (the repo then takes the slow path). If new is
+// absent from st nothing changes and the error is an *[ObjectError] with
+// Op "touch" wrapping [ErrNotFound]. new is never zero.
+type TouchingSwapper interface {
+	SwapTouching(ctx context.Context, st Store, name string, old, new Hash, message string) (ok bool, err error)
+}
+
+// isAbsentTouch reports whether err is a fast path's "an object to
+// refresh is absent".
+func isAbsentTouch(err error) bool {
+	var oe *ObjectError
+	return errors.As(err, &oe) && oe.Op == "touch" && errors.Is(err, ErrNotFound)
 }

@@ -116,8 +116,23 @@ func (s *Store) resolve(ctx context.Context, tx pgx.Tx, h cas.Hash, data []byte)
 // ones are healed. On any error (a collision, a done ctx) the transaction
 // is rolled back and nothing of the batch is stored.
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
-	hs := make([]cas.Hash, len(data))
-	uniq := make(map[cas.Hash][]byte, len(data))
+	hs, keys, uniq := s.distinct(data)
+	if len(keys) == 0 {
+		return hs, nil
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return s.putChunks(ctx, tx, keys, uniq) })
+	if err != nil {
+		return nil, fmt.Errorf("put batch of %d objects: %w", len(data), err)
+	}
+	return hs, nil
+}
+
+// distinct hashes data: hs in input order, keys the distinct hashes sorted
+// (so concurrent batches lock rows in one order), uniq their bytes (never
+// nil: NULL is not empty).
+func (s *Store) distinct(data [][]byte) (hs, keys []cas.Hash, uniq map[cas.Hash][]byte) {
+	hs = make([]cas.Hash, len(data))
+	uniq = make(map[cas.Hash][]byte, len(data))
 	for i, d := range data {
 		hs[i] = s.sum(d)
 		if _, ok := uniq[hs[i]]; !ok {
@@ -127,33 +142,29 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 			uniq[hs[i]] = d
 		}
 	}
-	if len(uniq) == 0 {
-		return hs, nil
-	}
-	// Sorted, so concurrent batches lock rows in one order.
-	keys := make([]cas.Hash, 0, len(uniq))
+	keys = make([]cas.Hash, 0, len(uniq))
 	for h := range uniq {
 		keys = append(keys, h)
 	}
 	slices.Sort(keys)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		for start := 0; start < len(keys); {
-			end, size := start, 0
-			for end < len(keys) && end-start < batchRows && (end == start || size+len(uniq[keys[end]]) <= batchBytes) {
-				size += len(uniq[keys[end]])
-				end++
-			}
-			if err := s.putChunk(ctx, tx, keys[start:end], uniq); err != nil {
-				return err
-			}
-			start = end
+	return hs, keys, uniq
+}
+
+// putChunks stores the objects keys in tx, in INSERTs within the batch
+// limits.
+func (s *Store) putChunks(ctx context.Context, tx pgx.Tx, keys []cas.Hash, uniq map[cas.Hash][]byte) error {
+	for start := 0; start < len(keys); {
+		end, size := start, 0
+		for end < len(keys) && end-start < batchRows && (end == start || size+len(uniq[keys[end]]) <= batchBytes) {
+			size += len(uniq[keys[end]])
+			end++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("put batch of %d objects: %w", len(data), err)
+		if err := s.putChunk(ctx, tx, keys[start:end], uniq); err != nil {
+			return err
+		}
+		start = end
 	}
-	return hs, nil
+	return nil
 }
 
 // putChunk inserts (or refreshes) the objects keys in one statement of

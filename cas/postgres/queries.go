@@ -25,6 +25,8 @@ type queries struct {
 	lockShared, lockExclusive, deleteLogs string
 	pruneLog, insertRef                   string
 	lastLogged, insertLog, setRef, delRef string
+	lockSharedXact, touchMany, putLinked  string
+	moveIfPresent                         string
 }
 
 func newQueries(schema string) queries {
@@ -48,6 +50,39 @@ func newQueries(schema string) queries {
 		ON CONFLICT (hash) DO UPDATE SET time = greatest(o.time, clock_timestamp())
 		WHERE o.data = EXCLUDED.data
 		RETURNING hash`)
+	// A step's writes (see linked.go): the store-wide lock shared until
+	// the commit; the edges' ages, returning those found; the objects,
+	// only if every edge ($3) is there (the UPDATE before, in the same
+	// transaction, holds their rows).
+	q.lockSharedXact = `SELECT pg_advisory_xact_lock_shared($1::bigint)`
+	// The fast paths leave alone an age refreshed within the last second
+	// while no GC holds the GC lock ($2, $3: its key's halves): a GC that
+	// begins later has its barrier after this transaction's commit, so it
+	// needs no refresh, and one hot row (a schema, a workflow, an output
+	// many threads share) is then written about once a second, not by
+	// every step, whose row lock would queue every other step behind it
+	// until its commit.
+	gcRunning := `EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND classid = $2::bigint::oid AND objid = $3::bigint::oid AND objsubid = 1)`
+	stale := `time < clock_timestamp() - interval '1 second'`
+	q.touchMany = q.expand(`WITH gc AS MATERIALIZED (SELECT ` + gcRunning + ` AS running),
+		t AS (UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp())
+			WHERE hash = ANY ($1::bigint[]) AND ((SELECT running FROM gc) OR ` + stale + `))
+		SELECT hash FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
+	q.putLinked = q.expand(`WITH gc AS MATERIALIZED (SELECT ` + gcRunning + ` AS running),
+		u AS (SELECT * FROM unnest($4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(h, d, i)),
+		ok AS MATERIALIZED (SELECT (SELECT count(*) FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])) = cardinality($1::bigint[]) AS ok),
+		ins AS (INSERT INTO {{S}}.objects (hash, data, size, time)
+			SELECT u.h, u.d, octet_length(u.d), clock_timestamp() FROM u WHERE (SELECT ok FROM ok)
+			ORDER BY u.i
+			ON CONFLICT (hash) DO NOTHING
+			RETURNING hash),
+		upd AS (UPDATE {{S}}.objects o SET time = greatest(o.time, clock_timestamp()) FROM u
+			WHERE o.hash = u.h AND o.data = u.d AND (SELECT ok FROM ok)
+				AND ((SELECT running FROM gc) OR o.` + stale + `))
+		SELECT hash FROM ins
+		UNION ALL
+		SELECT o.hash FROM {{S}}.objects o JOIN u ON o.hash = u.h AND o.data = u.d WHERE (SELECT ok FROM ok)`)
 	q.lockObject = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1 FOR UPDATE`)
 	q.healObject = q.expand(`UPDATE {{S}}.objects SET data = $2::bytea, size = octet_length($2::bytea), time = clock_timestamp()
 		WHERE hash = $1`)
@@ -67,6 +102,16 @@ func newQueries(schema string) queries {
 	// non-decreasing times in id order.
 	q.move = q.expand(`WITH u AS (
 			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint RETURNING name
+		)
+		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
+		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
+		RETURNING id`)
+	// The move of a step, after the UPDATE of $3's age in the same
+	// transaction: only if $3 is there.
+	q.moveIfPresent = q.expand(`WITH u AS (
+			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint
+				AND EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $3::bigint)
+			RETURNING name
 		)
 		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
 		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u

@@ -51,6 +51,13 @@ type Store interface {
 	// cutoff, atomically with respect to Touch and Put on the same object.
 	// It reports whether it deleted; an absent object is (false, nil).
 	DeleteIfOlder(ctx context.Context, h Hash, cutoff time.Time) (bool, error)
+	// DeleteIfOlderBatch does what DeleteIfOlder does for every hash of
+	// hs, each object atomically with respect to Touch and Put on it (each
+	// object is deleted or kept on its own; the batch is not one atomic
+	// step), and returns those it deleted, in the order of hs. An absent
+	// object is not deleted and is no error. On error some objects may
+	// have been deleted: deleted names those known to be.
+	DeleteIfOlderBatch(ctx context.Context, hs []Hash, cutoff time.Time) (deleted []Hash, err error)
 	// Lock takes the store-wide lock: shared for writers (around "check the
 	// edges present, put, move the ref"), exclusive for a GC sweep batch. It
 	// waits until the lock is granted or ctx is done. unlock is idempotent.

@@ -330,6 +330,56 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 	return tag.RowsAffected() > 0, nil
 }
 
+// DeleteIfOlderBatch deletes every object of hs whose time is before
+// cutoff in one statement (DELETE ... WHERE hash = ANY (hs) AND time <
+// cutoff RETURNING hash), each row atomically with respect to Touch and
+// Put of it, and returns those deleted in the order of hs. Like
+// DeleteIfOlder it commits asynchronously, in one round trip with its
+// transaction: a GC sweep batch costs one round trip and no WAL flush of
+// its own. A server crash may undo the last batches, never anything else
+// (see DeleteIfOlder): GC deletes a batch only after the batches of every
+// candidate parent of its objects.
+func (s *Store) DeleteIfOlderBatch(ctx context.Context, hs []cas.Hash, cutoff time.Time) ([]cas.Hash, error) {
+	if len(hs) == 0 {
+		return nil, ctx.Err()
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(s.q.deleteIfOlderMany, int64s(hs), pgTime(cutoff))
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, b)
+	gone := map[cas.Hash]bool{}
+	var err error
+	for i := range b.Len() {
+		if i != 2 {
+			if _, e := br.Exec(); e != nil && err == nil {
+				err = e
+			}
+			continue
+		}
+		got, e := collectHashes(br)
+		if e != nil && err == nil {
+			err = e
+		}
+		gone = got
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	deleted := make([]cas.Hash, 0, len(gone))
+	for _, h := range hs {
+		if gone[h] {
+			deleted = append(deleted, h)
+			delete(gone, h)
+		}
+	}
+	return deleted, nil
+}
+
 // pgTime converts a cutoff to a timestamptz parameter: rounded up to the
 // microsecond, and outside PostgreSQL's range replaced by an infinity.
 func pgTime(t time.Time) pgtype.Timestamptz {

@@ -26,7 +26,7 @@ type queries struct {
 	pruneLog, insertRef                   string
 	lastLogged, insertLog, setRef, delRef string
 	lockSharedXact, touchMany, putLinked  string
-	moveIfPresent                         string
+	moveIfPresent, deleteIfOlderMany      string
 }
 
 func newQueries(schema string) queries {
@@ -35,6 +35,7 @@ func newQueries(schema string) queries {
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
 	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)
+	q.deleteIfOlderMany = q.expand(`DELETE FROM {{S}}.objects WHERE hash = ANY ($1::bigint[]) AND time < $2 RETURNING hash`)
 	q.now = `SELECT clock_timestamp()`
 	// Insert, or refresh the age of equal bytes already there. A conflict
 	// whose bytes differ returns no row: the caller re-hashes them.

@@ -22,7 +22,7 @@ import (
 )
 
 // postgresURL returns the test database, or skips the test.
-func postgresURL(t *testing.T) string {
+func postgresURL(t testing.TB) string {
 	t.Helper()
 	return pgtest.URL(t)
 }
@@ -37,9 +37,14 @@ func freshSchema(url string) string {
 }
 
 // workerSession is a session on store (a path or a URL), as a worker
-// process or a test uses it.
+// process or a test uses it; a disk store's durability is the one its
+// ?durability= names, none by default.
 func workerSession(home, store string) *session {
-	return &session{cmd: "worker", home: home, store: store, durability: "none", log: slog.New(slog.DiscardHandler)}
+	durability := "none"
+	if strings.Contains(store, "?durability=") || strings.HasPrefix(store, "postgres") {
+		durability = ""
+	}
+	return &session{cmd: "worker", home: home, store: store, durability: durability, log: slog.New(slog.DiscardHandler)}
 }
 
 // stepWorker is a worker process (UWF_TEST_WORKER=1): it steps the threads
@@ -99,7 +104,7 @@ func countWorkerArgs() int {
 
 // runWorkers starts n worker processes on store over ids, rotated so they
 // collide, and waits for them; it returns the steps committed.
-func runWorkers(t *testing.T, home, store string, ids []string, n int) int {
+func runWorkers(t testing.TB, home, store string, ids []string, n int) int {
 	t.Helper()
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
@@ -129,8 +134,9 @@ func runWorkers(t *testing.T, home, store string, ids []string, n int) int {
 }
 
 // workload starts 100 review-loop threads on store, has 8 worker processes
-// step them all to the end, and checks every chain.
-func workload(t *testing.T, store string) {
+// step them all to the end, and checks every chain. It returns the commits
+// per second.
+func workload(t testing.TB, store string) float64 {
 	ctx := t.Context()
 	home := t.TempDir()
 	s := workerSession(home, store)
@@ -209,7 +215,33 @@ func workload(t *testing.T, store string) {
 	for _, p := range rep.Problems {
 		t.Errorf("fsck: %s", p)
 	}
-	t.Logf("8 workers, %d threads: %d commits in %s: %.0f commits/s", n, committed, took.Round(time.Millisecond), float64(committed)/took.Seconds())
+	rate := float64(committed) / took.Seconds()
+	t.Logf("8 workers, %d threads: %d commits in %s: %.0f commits/s", n, committed, took.Round(time.Millisecond), rate)
+	return rate
+}
+
+// BenchmarkWorkers runs the workload of TestWorkersDisk and
+// TestWorkersPostgres side by side, in rounds alternating the backends: a
+// disk store without fsync, a strict (fsyncing) one, and PostgreSQL at the
+// server's full durability. It reports each one's commits/s (the mean of
+// the rounds) and PostgreSQL's over the disk store's without fsync.
+//
+//	UWF_TEST_POSTGRES=... go test ./cmd/uwf -run '^$' -bench '^BenchmarkWorkers$' -benchtime 3x
+func BenchmarkWorkers(b *testing.B) {
+	pg := postgresURL(b)
+	sum := map[string]float64{}
+	rounds := 0
+	for b.Loop() {
+		rounds++
+		sum["disk-none"] += workload(b, filepath.Join(b.TempDir(), "store")+"?durability=none")
+		sum["disk-strict"] += workload(b, filepath.Join(b.TempDir(), "store")+"?durability=strict")
+		sum["postgres"] += workload(b, freshSchema(pg))
+	}
+	for k, v := range sum {
+		b.ReportMetric(v/float64(rounds), k+"-commits/s")
+	}
+	b.ReportMetric(sum["postgres"]/sum["disk-none"], "postgres/disk-none")
+	b.ReportMetric(sum["postgres"]/sum["disk-strict"], "postgres/disk-strict")
 }
 
 // TestWorkersDisk: 8 worker processes step 100 threads of one disk store

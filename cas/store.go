@@ -96,6 +96,31 @@ func PutBatch(ctx context.Context, s Putter, data [][]byte) ([]Hash, error) {
 	return hs, nil
 }
 
+// BatchGetter is a [Store] fast path for reading many objects at once (GC
+// and fsck read every node). GetBatch returns, for each hash of hs in
+// order, a copy of its bytes or, in errs, the error Get would give for it
+// (wrapping [ErrNotFound] or [ErrCorrupt]); err is a failure of the whole
+// batch.
+type BatchGetter interface {
+	GetBatch(ctx context.Context, hs []Hash) (data [][]byte, errs []error, err error)
+}
+
+// GetBatch reads every object of hs as [BatchGetter] specifies, with s's
+// GetBatch if it has one, else with one Get each.
+func GetBatch(ctx context.Context, s Getter, hs []Hash) (data [][]byte, errs []error, err error) {
+	if b, ok := s.(BatchGetter); ok {
+		return b.GetBatch(ctx, hs)
+	}
+	data, errs = make([][]byte, len(hs)), make([]error, len(hs))
+	for i, h := range hs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		data[i], errs[i] = s.Get(ctx, h)
+	}
+	return data, errs, nil
+}
+
 // LinkedPutter is a [Store] fast path for [Repo.PutNode] and
 // [Repo.PutNodes]: PutLinked does what the repo otherwise does in many
 // calls, in one atomic step under the store-wide shared lock (which it

@@ -48,6 +48,46 @@ func (s *Store) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 	return data, nil
 }
 
+// GetBatch reads every object of hs in one statement and re-hashes each,
+// as [cas.BatchGetter] specifies: errs[i] is an *[cas.ObjectError]
+// wrapping [cas.ErrNotFound] or [cas.ErrCorrupt] for an absent or corrupt
+// object.
+func (s *Store) GetBatch(ctx context.Context, hs []cas.Hash) (data [][]byte, errs []error, err error) {
+	rows, err := s.pool.Query(ctx, s.q.getMany, int64s(hs))
+	if err != nil {
+		return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	got := make(map[cas.Hash][]byte, len(hs))
+	for rows.Next() {
+		var h int64
+		var d []byte
+		if err := rows.Scan(&h, &d); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+		}
+		if d == nil {
+			d = []byte{}
+		}
+		got[cas.Hash(h)] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	data, errs = make([][]byte, len(hs)), make([]error, len(hs))
+	for i, h := range hs {
+		d, ok := got[h]
+		switch {
+		case !ok:
+			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrNotFound}
+		case s.sum(d) != h:
+			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrCorrupt}
+		default:
+			data[i] = d
+		}
+	}
+	return data, errs, nil
+}
+
 // Put stores data and returns its address, in one statement: an INSERT
 // that, if the hash is taken by equal bytes, refreshes their age instead.
 // If different bytes are there it re-hashes them: corrupt ones are

@@ -74,6 +74,7 @@ type Store struct {
 var (
 	_ cas.Store       = (*Store)(nil)
 	_ cas.BatchPutter = (*Store)(nil)
+	_ cas.BatchGetter = (*Store)(nil)
 	_ cas.Refs        = (*Refs)(nil)
 )
 

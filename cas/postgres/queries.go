@@ -27,11 +27,13 @@ type queries struct {
 	lastLogged, insertLog, setRef, delRef string
 	lockSharedXact, touchMany, putLinked  string
 	moveIfPresent, deleteIfOlderMany      string
+	getMany                               string
 }
 
 func newQueries(schema string) queries {
 	q := queries{schema: pgx.Identifier{schema}.Sanitize()}
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
+	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
 	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)

@@ -139,7 +139,9 @@ type LinkedPutter interface {
 // SwapTouching is CompareAndSwap that first refreshes new's age in st, as
 // st's Touch does, under st's store-wide shared lock, all in one atomic
 // step. It reports ok false, having done nothing, if st is not the store
-// these refs belong to (the repo then takes the slow path). If new is
+// these refs belong to, nor wraps it (a wrapper reports the store it wraps
+// with a method Unwrap() Store; one that changes what Touch does must not
+// have it): the repo then takes the slow path. If new is
 // absent from st nothing changes and the error is an *[ObjectError] with
 // Op "touch" wrapping [ErrNotFound]. new is never zero.
 type TouchingSwapper interface {

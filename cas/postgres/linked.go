@@ -180,7 +180,7 @@ func (s *Store) touchAll(ctx context.Context, tx pgx.Tx, edges []cas.Hash) error
 // one round trip and one commit. A create or a delete (a zero old or new),
 // or old equal to new, reports ok false: they take the slow path.
 func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old, new cas.Hash, message string) (ok bool, err error) {
-	if s, mine := st.(*Store); !mine || s != r.s || old.IsZero() || new.IsZero() || old == new {
+	if !r.owns(st) || old.IsZero() || new.IsZero() || old == new {
 		return false, nil
 	}
 	if err := cas.ValidateRefName(name); err != nil {
@@ -206,6 +206,21 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 		// It went away from old and came back meanwhile: try again.
 	}
 	return true, fmt.Errorf("update ref %s: it keeps changing under concurrent writers: %w", name, cas.ErrConflict)
+}
+
+// owns reports whether st is r's store, or wraps it (Unwrap).
+func (r *Refs) owns(st cas.Store) bool {
+	for range 16 {
+		if s, ok := st.(*Store); ok {
+			return s == r.s
+		}
+		u, ok := st.(interface{ Unwrap() cas.Store })
+		if !ok {
+			return false
+		}
+		st = u.Unwrap()
+	}
+	return false
 }
 
 // moveHooks add statements to a ref move's batch, just before and just

@@ -195,6 +195,9 @@ func TestSwapTouching(t *testing.T) {
 	if err != nil || len(log) != 2 || log[1].Old != a || log[1].New != b || log[1].Message != "step" {
 		t.Errorf("log = %+v, %v; want the create and one step", log, err)
 	}
+	if ok, err := r.SwapTouching(ctx, corruptible{s, t}, "threads/x", b, a, "wrapped"); !ok || err != nil {
+		t.Errorf("SwapTouching through a wrapper with Unwrap = %v, %v; want the fast path", ok, err)
+	}
 	other := newStore(t)
 	for _, tc := range []struct {
 		name     string

@@ -90,9 +90,9 @@ type gcEnv struct {
 	// backend's fast paths (cas.LinkedPutter, cas.TouchingSwapper), which
 	// the wrapped stores hide.
 	direct *cas.Repo
-	link  cas.Hash // the schema: {name, links: [cas_ref]}
-	n, g  cas.Hash
-	m     cas.Hash // the node ref castest/moving points at, reachable
+	link   cas.Hash // the schema: {name, links: [cas_ref]}
+	n, g   cas.Hash
+	m      cas.Hash // the node ref castest/moving points at, reachable
 }
 
 const linkSchema = `{"type":"object","properties":{"name":{"type":"string"},` +

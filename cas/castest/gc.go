@@ -40,7 +40,11 @@ var gcTests = []struct {
 // writer put a node linking [g, n], move a ref onto n, or fork from n (a
 // new node linking n, and a ref on it). Before batch 1 the writer must
 // succeed and keep n and g; before batch 2 it must fail with an error
-// wrapping [cas.ErrNotFound], changing nothing. Another test fails one Get
+// wrapping [cas.ErrNotFound], changing nothing. The same runs with a
+// writer on a repo over the backend itself, so it takes the backend's fast
+// paths ([cas.LinkedPutter], [cas.TouchingSwapper]): a put linking [g, n],
+// and a move of an existing ref onto n (which, failing, leaves the ref
+// where it was). Another test fails one Get
 // of n while GC orders its candidates: GC must stop having deleted
 // nothing, and the next GC collect both. On a store that implements
 // [Corrupter], n is damaged: GC must delete it before g (its edges are

@@ -189,10 +189,12 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 	if err := validMessage(name, message); err != nil {
 		return true, err
 	}
+	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		moved, touched, cur, err := r.swapTouchingBatch(ctx, name, old, new, message)
 		switch {
 		case retryable(err):
+			lastErr = err
 			continue
 		case err != nil:
 			return true, fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, err))
@@ -204,6 +206,10 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 			return true, &cas.ConflictError{Name: name, Expected: old, Current: cur}
 		}
 		// It went away from old and came back meanwhile: try again.
+		lastErr = nil
+	}
+	if lastErr != nil {
+		return true, fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, lastErr))
 	}
 	return true, fmt.Errorf("update ref %s: it keeps changing under concurrent writers: %w", name, cas.ErrConflict)
 }

@@ -97,7 +97,7 @@ func PutBatch(ctx context.Context, s Putter, data [][]byte) ([]Hash, error) {
 }
 
 // BatchGetter is a [Store] fast path for reading many objects at once (GC
-// and fsck read every node). GetBatch returns, for each hash of hs in
+// reads every node, a batch at a time). GetBatch returns, for each hash of hs in
 // order, a copy of its bytes or, in errs, the error Get would give for it
 // (wrapping [ErrNotFound] or [ErrCorrupt]); err is a failure of the whole
 // batch.

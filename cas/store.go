@@ -131,6 +131,12 @@ func GetBatch(ctx context.Context, s Getter, hs []Hash) (data [][]byte, errs []e
 // the error is an *[ObjectError] with Op "touch" wrapping [ErrNotFound];
 // the repo then takes the slow path, which names the node and the edge (or
 // puts back a lost built-in schema).
+//
+// Unlike Touch and Put, the fast paths may leave alone an age refreshed
+// within the last second while no GC holds the GC lock ([Store.LockGC]):
+// a GC that starts later takes its barrier (the exclusive store-wide
+// lock) after the call, so it sees the new node and needs no refresh, and
+// a grace period is then honoured to within that second.
 type LinkedPutter interface {
 	PutLinked(ctx context.Context, data [][]byte, edges []Hash) ([]Hash, error)
 }
@@ -143,7 +149,8 @@ type LinkedPutter interface {
 // with a method Unwrap() Store; one that changes what Touch does must not
 // have it): the repo then takes the slow path. If new is
 // absent from st nothing changes and the error is an *[ObjectError] with
-// Op "touch" wrapping [ErrNotFound]. new is never zero.
+// Op "touch" wrapping [ErrNotFound]. new is never zero. Its refresh may be
+// skipped as [LinkedPutter]'s may.
 type TouchingSwapper interface {
 	SwapTouching(ctx context.Context, st Store, name string, old, new Hash, message string) (ok bool, err error)
 }

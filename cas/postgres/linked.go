@@ -189,29 +189,36 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 	if err := validMessage(name, message); err != nil {
 		return true, err
 	}
+	return true, r.move(ctx, name, old, new, message, true)
+}
+
+// move moves ref name from old to new, each attempt one round trip
+// (moveBatch), with touch refreshing new first; see SwapTouching and
+// CompareAndSwap.
+func (r *Refs) move(ctx context.Context, name string, old, new cas.Hash, message string, touch bool) error {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		moved, touched, cur, err := r.swapTouchingBatch(ctx, name, old, new, message)
+		moved, present, cur, err := r.moveBatch(ctx, name, old, new, message, touch)
 		switch {
 		case retryable(err):
 			lastErr = err
 			continue
 		case err != nil:
-			return true, fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, err))
-		case !touched:
-			return true, fmt.Errorf("move ref %s to %s: %w", name, new, &cas.ObjectError{Op: "touch", Hash: new, Err: cas.ErrNotFound})
+			return fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, err))
+		case !present:
+			return fmt.Errorf("move ref %s to %s: %w", name, new, &cas.ObjectError{Op: "touch", Hash: new, Err: cas.ErrNotFound})
 		case moved:
-			return true, nil
+			return nil
 		case cur != old:
-			return true, &cas.ConflictError{Name: name, Expected: old, Current: cur}
+			return &cas.ConflictError{Name: name, Expected: old, Current: cur}
 		}
 		// It went away from old and came back meanwhile: try again.
 		lastErr = nil
 	}
 	if lastErr != nil {
-		return true, fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, lastErr))
+		return fmt.Errorf("update ref %s: %w", name, ctxErr(ctx, lastErr))
 	}
-	return true, fmt.Errorf("update ref %s: it keeps changing under concurrent writers: %w", name, cas.ErrConflict)
+	return fmt.Errorf("update ref %s: it keeps changing under concurrent writers: %w", name, cas.ErrConflict)
 }
 
 // owns reports whether st is r's store, or wraps it (Unwrap).
@@ -236,39 +243,48 @@ var moveHooks struct {
 	before, after func(b *pgx.Batch, s *Store, name string)
 }
 
-// swapTouchingBatch is SwapTouching's one round trip.
-func (r *Refs) swapTouchingBatch(ctx context.Context, name string, old, new cas.Hash, message string) (moved, touched bool, cur cas.Hash, err error) {
+// moveBatch is one attempt of a move, one batch: with touch, the shared
+// store lock, new's refresh and the move guarded by new's presence; without,
+// the move alone; then a read of the ref, for a conflict. moveHooks add
+// their statements just before and after the move. present is false only
+// if touch found new absent (nothing moved).
+func (r *Refs) moveBatch(ctx context.Context, name string, old, new cas.Hash, message string, touch bool) (moved, present bool, cur cas.Hash, err error) {
 	s := r.s
 	b := &pgx.Batch{}
-	b.Queue(s.q.lockSharedXact, s.storeKey)
-	hi, lo := keyHalves(s.gcKey)
-	b.Queue(s.q.touchMany, []int64{int64(new)}, hi, lo)
+	touchAt, stmt := -1, s.q.move
+	if touch {
+		b.Queue(s.q.lockSharedXact, s.storeKey)
+		hi, lo := keyHalves(s.gcKey)
+		touchAt, stmt = b.Len(), s.q.moveIfPresent
+		b.Queue(s.q.touchMany, []int64{int64(new)}, hi, lo)
+	}
 	if moveHooks.before != nil {
 		moveHooks.before(b, s, name)
 	}
-	move := b.Len()
-	b.Queue(s.q.moveIfPresent, name, int64(old), int64(new), message)
+	moveAt := b.Len()
+	b.Queue(stmt, name, int64(old), int64(new), message)
 	if moveHooks.after != nil {
 		moveHooks.after(b, s, name)
 	}
-	read := b.Len()
+	readAt := b.Len()
 	b.Queue(s.q.getRef, name)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
+	present = true
 	for i := range b.Len() {
 		switch i {
-		case 1:
-			var present map[cas.Hash]bool
-			present, err = collectHashes(br)
-			touched = present[new]
-		case move:
+		case touchAt:
+			var found map[cas.Hash]bool
+			found, err = collectHashes(br)
+			present = found[new]
+		case moveAt:
 			var id int64
 			e := br.QueryRow().Scan(&id)
 			moved = e == nil
 			if !errors.Is(e, pgx.ErrNoRows) {
 				err = e
 			}
-		case read:
+		case readAt:
 			var h int64
 			e := br.QueryRow().Scan(&h)
 			cur = cas.Hash(h)
@@ -282,5 +298,5 @@ func (r *Refs) swapTouchingBatch(ctx context.Context, name string, old, new cas.
 			return false, false, 0, err
 		}
 	}
-	return moved, touched, cur, br.Close()
+	return moved, present, cur, br.Close()
 }

@@ -10,6 +10,13 @@ import (
 // of a ref-log entry.
 const nowMS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 
+// moveAnchor is the compare-and-swap condition of the move statement,
+// after which moveGuard goes to make the step's guarded move.
+const (
+	moveAnchor = `WHERE name = $1::text AND hash = $2::bigint`
+	moveGuard  = ` AND EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $3::bigint)`
+)
+
 // queries holds the SQL statements of one schema, with its quoted name in
 // place.
 type queries struct {
@@ -110,15 +117,14 @@ func newQueries(schema string) queries {
 		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
 		RETURNING id`)
 	// The move of a step, after the UPDATE of $3's age in the same
-	// transaction: only if $3 is there.
-	q.moveIfPresent = q.expand(`WITH u AS (
-			UPDATE {{S}}.refs SET hash = $3::bigint WHERE name = $1::text AND hash = $2::bigint
-				AND EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $3::bigint)
-			RETURNING name
-		)
-		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
-		SELECT u.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM u
-		RETURNING id`)
+	// transaction: the move, only if $3 is there. It is derived from
+	// q.move so the two stay one statement; newQueries panics if the guard
+	// finds no place (every test that opens a store then fails).
+	q.moveIfPresent = strings.Replace(q.move, moveAnchor, moveAnchor+moveGuard, 1)
+	if !strings.Contains(q.moveIfPresent, moveGuard) {
+		panic("postgres: the move statement lost its compare-and-swap condition " + moveAnchor)
+	}
+	q.moveIfPresent = q.expand(q.moveIfPresent)
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
 		)

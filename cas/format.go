@@ -178,7 +178,7 @@ func (r *Repo) nameBuiltins(ctx context.Context, bs []Builtin) error {
 		}
 		// Through touched, not r.refs.CompareAndSwap: this is the bump,
 		// which must not require itself again.
-		err = r.refs.touched(ctx, name, b.Hash, func() error {
+		err = r.refs.touched(ctx, name, false, 0, b.Hash, "create built-in schema "+b.Name, func() error {
 			return r.raw.CompareAndSwap(ctx, name, 0, b.Hash, "create built-in schema "+b.Name)
 		})
 		var ce *ConflictError

@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,11 +51,30 @@ type GCStats struct {
 	Duration         time.Duration
 }
 
-// gcObject is what GC keeps per listed object.
+// gcObject is what GC keeps per listed object: 16 bytes, so the listing
+// of a million objects takes 16 MB. (Ages are kept only when debug
+// logging wants them.)
 type gcObject struct {
+	hash Hash
 	size int64
-	time time.Time
 }
+
+// gcTable is every listed object, sorted by hash.
+type gcTable []gcObject
+
+// get returns the listed object at h (a zero one if it was not listed).
+func (t gcTable) get(h Hash) gcObject {
+	i, ok := slices.BinarySearchFunc(t, h, func(o gcObject, h Hash) int { return cmp.Compare(o.hash, h) })
+	if !ok {
+		return gcObject{}
+	}
+	return t[i]
+}
+
+// gcReadBatch is how many nodes GC reads at once ([GetBatch]) while it
+// marks and orders: few round trips, and a bounded heap however large the
+// nodes (128 lists of 1,000 edges, read and decoded, are about 8 MB).
+const gcReadBatch = 128
 
 // GC deletes every object that no root reaches (SPEC §7), safely while
 // other goroutines and processes write:
@@ -131,17 +151,27 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	cutoff := markStart.Add(-o.Grace)
 	logCutoff := markStart.Add(-o.LogRetention)
 
-	objs := map[Hash]gcObject{}
+	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	var objs gcTable
+	var ages map[Hash]time.Time // for the debug log only
+	if debug {
+		ages = map[Hash]time.Time{}
+	}
 	var roots []root
 	for obj, err := range r.st.All(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("gc: list objects: %w", err)
 		}
-		objs[obj.Hash] = gcObject{size: obj.Size, time: obj.Time}
+		objs = append(objs, gcObject{hash: obj.Hash, size: obj.Size})
+		if debug {
+			ages[obj.Hash] = obj.Time
+		}
 		if !obj.Time.Before(cutoff) {
 			roots = append(roots, root{hash: obj.Hash, from: "a node younger than the grace period"})
 		}
 	}
+	slices.SortFunc(objs, func(a, b gcObject) int { return cmp.Compare(a.hash, b.hash) })
+	objs = slices.CompactFunc(objs, func(a, b gcObject) bool { return a.hash == b.hash })
 	st.Scanned = len(objs)
 	refRoots, err := r.refRoots(ctx, logCutoff)
 	if err != nil {
@@ -153,7 +183,8 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return nil, fmt.Errorf("gc: %w: nothing deleted", err)
 	}
 	var candidates []Hash
-	for h := range objs {
+	for _, o := range objs {
+		h := o.hash
 		if _, ok := marked[h]; ok {
 			st.Reachable++
 		} else {
@@ -162,11 +193,11 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	}
 	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates),
 		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff)
-	slices.Sort(candidates) // a deterministic order, for tests and for reading the log
-	debug := r.log.Enabled(ctx, slog.LevelDebug)
+	// candidates are in hash order (objs is): deterministic, for tests and
+	// for reading the log.
 	if debug {
 		for _, h := range candidates {
-			r.log.Debug("gc candidate", "hash", h, "age", markStart.Sub(objs[h].time), "size", objs[h].size)
+			r.log.Debug("gc candidate", "hash", h, "age", markStart.Sub(ages[h]), "size", objs.get(h).size)
 		}
 	}
 	order, children, corrupt, err := r.parentsFirst(ctx, candidates)
@@ -177,7 +208,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	if o.DryRun {
 		for _, h := range candidates {
 			st.Deleted++
-			st.BytesFreed += objs[h].size
+			st.BytesFreed += objs.get(h).size
 		}
 		if tc, ok := r.st.(TempCounter); ok {
 			if _, stale, err := tc.CountTemps(ctx); err == nil {
@@ -212,43 +243,79 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		spare(h)
 		r.log.Debug("gc spared", "hash", h, "why", why, "subgraph", st.Spared-before)
 	}
-	for start := 0; start < len(order); start += o.BatchSize {
+	// refused handles a candidate the store kept: refreshed since the mark
+	// began (its subgraph is spared), or gone already.
+	refused := func(h Hash) {
+		ok, err := r.st.Has(ctx, h)
+		switch {
+		case err != nil:
+			spareFrom(h, "refused, and its presence is unknown: "+err.Error())
+		case ok:
+			spareFrom(h, "refused: refreshed since the mark began")
+		case debug:
+			r.log.Debug("gc gone already", "hash", h)
+		}
+	}
+	deleted := func(h Hash) {
+		st.Deleted++
+		st.BytesFreed += objs.get(h).size
+		if debug {
+			r.log.Debug("gc deleted", "hash", h, "size", objs.get(h).size)
+		}
+	}
+	// A batch holds candidates of one level only (no two of them parent
+	// and descendant), so a refused or failed parent is known before any
+	// of its descendants is considered.
+	level := levels(order, children)
+	for start := 0; start < len(order); {
+		end := start + 1
+		for end < len(order) && end-start < o.BatchSize && level[order[end]] == level[order[start]] {
+			end++
+		}
+		batch := order[start:end]
+		start = end
 		if err := ctx.Err(); err != nil {
 			st.Duration = time.Since(began)
 			return st, fmt.Errorf("gc: sweep: %w", err)
 		}
-		batch := order[start:min(start+o.BatchSize, len(order))]
+		var todo []Hash
+		for _, h := range batch {
+			if !spared[h] {
+				todo = append(todo, h)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
 		unlock, err := r.st.Lock(ctx, true)
 		if err != nil {
 			st.Duration = time.Since(began)
 			return st, fmt.Errorf("gc: sweep: %w", err)
 		}
-		for _, h := range batch {
-			if spared[h] {
-				continue
-			}
-			deleted, err := r.st.DeleteIfOlder(ctx, h, cutoff)
+		gone, err := r.st.DeleteIfOlderBatch(ctx, todo, cutoff)
+		isGone := make(map[Hash]bool, len(gone))
+		for _, h := range gone {
+			isGone[h] = true
+			deleted(h)
+		}
+		for _, h := range todo {
 			switch {
+			case isGone[h]:
 			case err != nil:
-				st.Failures = append(st.Failures, fmt.Errorf("delete %s: %w", h, err))
-				spareFrom(h, "its delete failed: "+err.Error())
-			case deleted:
-				st.Deleted++
-				st.BytesFreed += objs[h].size
-				if debug {
-					r.log.Debug("gc deleted", "hash", h, "size", objs[h].size)
-				}
-			default:
-				// Refreshed since the mark began, or gone already.
-				ok, err := r.st.Has(ctx, h)
+				// The batch failed: which object failed is unknown, so
+				// the rest go one at a time.
+				ok, err := r.st.DeleteIfOlder(ctx, h, cutoff)
 				switch {
 				case err != nil:
-					spareFrom(h, "refused, and its presence is unknown: "+err.Error())
+					st.Failures = append(st.Failures, fmt.Errorf("delete %s: %w", h, err))
+					spareFrom(h, "its delete failed: "+err.Error())
 				case ok:
-					spareFrom(h, "refused: refreshed since the mark began")
-				case debug:
-					r.log.Debug("gc gone already", "hash", h)
+					deleted(h)
+				default:
+					refused(h)
 				}
+			default:
+				refused(h)
 			}
 		}
 		unlock()
@@ -375,35 +442,43 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 		marked[rt.hash] = struct{}{}
 		stack = append(stack, item{rt.hash, i})
 	}
-	for n := 0; len(stack) > 0; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		it := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		node, err := r.Get(ctx, it.h)
-		if err == nil {
-			var edges []Hash
-			if edges, err = r.edgeHashes(ctx, node); err == nil {
-				for _, e := range edges {
-					if _, ok := marked[e]; !ok {
-						marked[e] = struct{}{}
-						stack = append(stack, item{e, it.root})
+		batch := slices.Clone(stack[max(0, len(stack)-gcReadBatch):])
+		stack = stack[:len(stack)-len(batch)]
+		hs := make([]Hash, len(batch))
+		for i, it := range batch {
+			hs[i] = it.h
+		}
+		nodes, errs, err := r.getNodes(ctx, hs)
+		if err != nil {
+			return nil, fmt.Errorf("read reachable nodes: %w", err)
+		}
+		for i, it := range batch {
+			err := errs[i]
+			if err == nil {
+				var edges []Hash
+				if edges, err = r.edgeHashes(ctx, nodes[i]); err == nil {
+					for _, e := range edges {
+						if _, ok := marked[e]; !ok {
+							marked[e] = struct{}{}
+							stack = append(stack, item{e, it.root})
+						}
 					}
+					continue
 				}
-				continue
 			}
+			what := "unreadable"
+			switch {
+			case errors.Is(err, ErrNotFound):
+				what = "missing"
+			case errors.Is(err, ErrCorrupt):
+				what = "corrupt"
+			}
+			return nil, fmt.Errorf("reachable node %s (from %s) is %s: %w", it.h, roots[it.root].from, what, err)
 		}
-		what := "unreadable"
-		switch {
-		case errors.Is(err, ErrNotFound):
-			what = "missing"
-		case errors.Is(err, ErrCorrupt):
-			what = "corrupt"
-		}
-		return nil, fmt.Errorf("reachable node %s (from %s) is %s: %w", it.h, roots[it.root].from, what, err)
 	}
 	return marked, nil
 }
@@ -416,20 +491,26 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 // delete before anything else. A candidate gone since the listing is
 // skipped: it holds no edges any more.
 func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
-	isCand := make(map[Hash]bool, len(candidates))
-	for _, h := range candidates {
-		isCand[h] = true
-	}
+	// candidates are sorted: membership is a binary search, not a map of
+	// them all. indeg holds only candidates with a candidate parent.
+	isCand := func(h Hash) bool { _, ok := slices.BinarySearch(candidates, h); return ok }
 	children = make(map[Hash][]Hash)
-	indeg := make(map[Hash]int, len(candidates))
+	indeg := make(map[Hash]int)
 	skip := map[Hash]bool{} // gone or corrupt: not ordered
+	var nodes []Node
+	var errs []error
 	for i, h := range candidates {
-		if i%1024 == 0 {
+		if i%gcReadBatch == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, nil, err
 			}
+			var err error
+			nodes, errs, err = r.getNodes(ctx, candidates[i:min(i+gcReadBatch, len(candidates))])
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("read unreachable nodes: %w", err)
+			}
 		}
-		n, err := r.Get(ctx, h)
+		n, err := nodes[i%gcReadBatch], errs[i%gcReadBatch]
 		switch {
 		case errors.Is(err, ErrNotFound):
 			skip[h] = true
@@ -450,7 +531,7 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Has
 			return nil, nil, nil, fmt.Errorf("unreachable node %s: its edges cannot be found, so what it links to is unknown: %w", h, err)
 		}
 		for _, e := range edges {
-			if isCand[e] {
+			if isCand(e) {
 				children[h] = append(children[h], e)
 				indeg[e]++
 			}
@@ -492,12 +573,56 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Has
 	return order, children, corrupt, nil
 }
 
+// getNodes reads and decodes the nodes at hs as [Repo.Get] does, a batch
+// at a time ([GetBatch]): nodes[i] is hs[i]'s, or errs[i] says why not;
+// err is a failure of the whole read.
+func (r *Repo) getNodes(ctx context.Context, hs []Hash) (nodes []Node, errs []error, err error) {
+	data, errs, err := GetBatch(ctx, r.st, hs)
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes = make([]Node, len(hs))
+	for i, h := range hs {
+		d := data[i]
+		if errs[i] != nil {
+			b, ok := builtinByHash(h)
+			if !ok || !errorsIsAny(errs[i], ErrNotFound, ErrCorrupt) {
+				continue
+			}
+			d, errs[i] = b.Node, nil
+		}
+		n, err := DecodeNode(d)
+		if err != nil {
+			errs[i] = &ObjectError{Op: "get", Hash: h, Err: err}
+			continue
+		}
+		nodes[i] = n
+	}
+	return nodes, errs, nil
+}
+
+// levels returns each candidate's depth below the candidates that reach
+// it (absent: 0, no candidate parent), and sorts order, which lists
+// parents first, by it (still parents first).
+func levels(order []Hash, children map[Hash][]Hash) map[Hash]int {
+	level := map[Hash]int{}
+	for _, h := range order {
+		for _, c := range children[h] {
+			level[c] = max(level[c], level[h]+1)
+		}
+	}
+	if len(level) > 0 {
+		slices.SortStableFunc(order, func(a, b Hash) int { return cmp.Compare(level[a], level[b]) })
+	}
+	return level
+}
+
 // sweepCorrupt deletes the corrupt candidates, each under the exclusive
 // store-wide lock with the same conditional delete as the sweep. Their edges
 // are unknown, so if one cannot be deleted (the delete fails, or a writer
 // refreshed it since the mark began) the error names it and GC must delete
 // nothing else.
-func (r *Repo) sweepCorrupt(ctx context.Context, corrupt []Hash, cutoff time.Time, objs map[Hash]gcObject, st *GCStats) error {
+func (r *Repo) sweepCorrupt(ctx context.Context, corrupt []Hash, cutoff time.Time, objs gcTable, st *GCStats) error {
 	for _, h := range corrupt {
 		unlock, err := r.st.Lock(ctx, true)
 		if err != nil {
@@ -514,8 +639,8 @@ func (r *Repo) sweepCorrupt(ctx context.Context, corrupt []Hash, cutoff time.Tim
 			return fmt.Errorf("unreachable node %s is corrupt, so what it links to is unknown, and deleting it failed: %w: nothing else deleted", h, err)
 		case deleted:
 			st.Deleted++
-			st.BytesFreed += objs[h].size
-			r.log.Debug("gc deleted a corrupt node", "hash", h, "size", objs[h].size)
+			st.BytesFreed += objs.get(h).size
+			r.log.Debug("gc deleted a corrupt node", "hash", h, "size", objs.get(h).size)
 		case present:
 			return fmt.Errorf("unreachable node %s is corrupt, so what it links to is unknown, and a writer refreshed it since GC began (delete refused): nothing else deleted", h)
 		}

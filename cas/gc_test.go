@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -155,64 +156,70 @@ func TestGCFailsClosed(t *testing.T) {
 
 // TestGCWriterDuringSweep: a writer that starts referring to an old,
 // unreferenced node while GC sweeps keeps that node and its whole subgraph.
+// TestGCWriterDuringSweep: a writer refreshes a candidate between two
+// sweep batches; it and its subgraph survive. With the default batch size
+// every level of the chain is one batch (DeleteIfOlderBatch), so this also
+// shows that a batch never holds a node and its descendant.
 func TestGCWriterDuringSweep(t *testing.T) {
-	for _, how := range []string{"put", "ref"} {
-		for _, when := range []string{"first batch", "after its parent went"} {
-			t.Run(how+" "+when, func(t *testing.T) {
-				c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-				mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
-				hs := &hookStore{Store: mem}
-				repo, err := cas.Open(t.Context(), hs, mem.Refs(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
-				note := f.schema("note", mustJSON(t, noteSchema))
-				// An old unreferenced chain: top -> mid -> leaf (+ bodies).
-				leaf := f.put(note, map[string]any{"title": "leaf", "body": f.text("leaf body").String()})
-				mid := f.put(note, map[string]any{"title": "mid", "body": f.text("mid body").String(), "links": []any{leaf.String()}})
-				top := f.put(note, map[string]any{"title": "top", "body": f.text("top body").String(), "links": []any{mid.String()}})
-				garbage := f.text("garbage")
-				f.clock.Advance(2 * time.Hour)
-				target := top
-				if when != "first batch" {
-					target = mid
-				}
-				var once sync.Once
-				var writeErr error
-				hs.onExclusive = func() {
-					if when != "first batch" && f.has(top) {
-						return // wait until top is gone
+	for _, batch := range []int{1, 0} {
+		for _, how := range []string{"put", "ref"} {
+			for _, when := range []string{"first batch", "after its parent went"} {
+				t.Run(fmt.Sprintf("batch %d %s %s", batch, how, when), func(t *testing.T) {
+					c := &clock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+					mem := cas.NewMemStore(&cas.MemOptions{Now: c.Now})
+					hs := &hookStore{Store: mem}
+					repo, err := cas.Open(t.Context(), hs, mem.Refs(), nil)
+					if err != nil {
+						t.Fatal(err)
 					}
-					once.Do(func() {
-						if how == "put" {
-							_, writeErr = f.repo.Put(f.ctx, note, map[string]any{"title": "new", "body": f.text("new body").String(), "links": []any{target.String()}})
-						} else {
-							writeErr = f.repo.Refs().CompareAndSwap(f.ctx, "saved", 0, target, "save")
+					f := &fixture{t: t, ctx: t.Context(), clock: c, mem: mem, repo: repo}
+					note := f.schema("note", mustJSON(t, noteSchema))
+					// An old unreferenced chain: top -> mid -> leaf (+ bodies).
+					leaf := f.put(note, map[string]any{"title": "leaf", "body": f.text("leaf body").String()})
+					mid := f.put(note, map[string]any{"title": "mid", "body": f.text("mid body").String(), "links": []any{leaf.String()}})
+					top := f.put(note, map[string]any{"title": "top", "body": f.text("top body").String(), "links": []any{mid.String()}})
+					garbage := f.text("garbage")
+					f.clock.Advance(2 * time.Hour)
+					target := top
+					if when != "first batch" {
+						target = mid
+					}
+					var once sync.Once
+					var writeErr error
+					hs.onExclusive = func() {
+						if when != "first batch" && f.has(top) {
+							return // wait until top is gone
 						}
-					})
-				}
-				st := f.gc(&cas.GCOptions{BatchSize: 1})
-				if writeErr != nil {
-					t.Fatalf("the writer failed: %v", writeErr)
-				}
-				if f.has(garbage) {
-					t.Error("garbage survived")
-				}
-				if when != "first batch" && f.has(top) {
-					t.Error("top survived although nothing refers to it")
-				}
-				// The target and every descendant are present.
-				err = f.repo.Walk(f.ctx, []cas.Hash{target}, func(cas.Hash, cas.Node, []cas.Hash) error { return nil })
-				if err != nil {
-					t.Errorf("the subgraph of %s lost nodes: %v", target, err)
-				}
-				if st.Spared == 0 {
-					t.Errorf("Spared = 0, want the refreshed subgraph counted: %+v", st)
-				}
-				f.fsckClean()
-				castest.Verify(t, mem)
-			})
+						once.Do(func() {
+							if how == "put" {
+								_, writeErr = f.repo.Put(f.ctx, note, map[string]any{"title": "new", "body": f.text("new body").String(), "links": []any{target.String()}})
+							} else {
+								writeErr = f.repo.Refs().CompareAndSwap(f.ctx, "saved", 0, target, "save")
+							}
+						})
+					}
+					st := f.gc(&cas.GCOptions{BatchSize: batch})
+					if writeErr != nil {
+						t.Fatalf("the writer failed: %v", writeErr)
+					}
+					if f.has(garbage) {
+						t.Error("garbage survived")
+					}
+					if when != "first batch" && f.has(top) {
+						t.Error("top survived although nothing refers to it")
+					}
+					// The target and every descendant are present.
+					err = f.repo.Walk(f.ctx, []cas.Hash{target}, func(cas.Hash, cas.Node, []cas.Hash) error { return nil })
+					if err != nil {
+						t.Errorf("the subgraph of %s lost nodes: %v", target, err)
+					}
+					if st.Spared == 0 {
+						t.Errorf("Spared = 0, want the refreshed subgraph counted: %+v", st)
+					}
+					f.fsckClean()
+					castest.Verify(t, mem)
+				})
+			}
 		}
 	}
 }

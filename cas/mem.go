@@ -200,6 +200,25 @@ func (s *MemStore) All(ctx context.Context) iter.Seq2[Object, error] {
 	}
 }
 
+// DeleteIfOlderBatch deletes every object of hs whose Time is before
+// cutoff, under one hold of the store's mutex, and returns those it
+// deleted in the order of hs.
+func (s *MemStore) DeleteIfOlderBatch(ctx context.Context, hs []Hash, cutoff time.Time) ([]Hash, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("delete %d objects: %w", len(hs), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var deleted []Hash
+	for _, h := range hs {
+		if o, ok := s.objs[h]; ok && o.time.Before(cutoff) {
+			delete(s.objs, h)
+			deleted = append(deleted, h)
+		}
+	}
+	return deleted, nil
+}
+
 // DeleteIfOlder deletes the object at h if its Time is before cutoff,
 // atomically with respect to Touch and Put. It reports whether it deleted;
 // an absent object is (false, nil).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -318,6 +319,23 @@ func (r *Repo) PutNode(ctx context.Context, n Node) (Hash, error) {
 	if err := r.requireEdges(ctx, p.edges); err != nil {
 		return 0, err
 	}
+	if lp, ok := r.st.(LinkedPutter); ok {
+		edges := make([]Hash, len(p.edges))
+		for i, e := range p.edges {
+			edges[i] = e.Hash
+		}
+		hs, err := lp.PutLinked(ctx, [][]byte{p.data}, edges)
+		switch {
+		case err == nil && hs[0] != p.hash:
+			return 0, fmt.Errorf("put node: the store returned %s, want %s", hs[0], p.hash)
+		case err == nil:
+			return p.hash, nil
+		case !isAbsentTouch(err):
+			return 0, err
+		}
+		// An edge is absent: the slow path names it, or puts back a lost
+		// built-in schema.
+	}
 	unlock, err := r.st.Lock(ctx, false)
 	if err != nil {
 		return 0, err
@@ -370,6 +388,11 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 		}
 		if errs[i] == nil {
 			errs[i] = r.requireEdges(ctx, ps[i].edges)
+		}
+	}
+	if lp, ok := r.st.(LinkedPutter); ok && !slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		if done := r.putLinked(ctx, lp, ps, hs, errs); done {
+			return hs, errs
 		}
 	}
 	unlock, err := r.st.Lock(ctx, false)
@@ -437,6 +460,50 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 		}
 	}
 	return hs, errs
+}
+
+// putLinked is PutEach's fast path, for prepared nodes ps that all passed
+// their checks: one [LinkedPutter.PutLinked] of the distinct nodes with
+// every edge not stored by an earlier node of the batch. It reports false,
+// having filled in nothing, if an edge is absent: the slow path then finds
+// which nodes fail (or puts back a lost built-in schema).
+func (r *Repo) putLinked(ctx context.Context, lp LinkedPutter, ps []prepared, hs []Hash, errs []error) (done bool) {
+	in := make(map[Hash]int, len(ps))
+	seen := make(map[Hash]bool)
+	var edges []Hash
+	var data [][]byte
+	pos := make(map[Hash]int, len(ps)) // index in data
+	for i, p := range ps {
+		for _, e := range p.edges {
+			if j, ok := in[e.Hash]; ok && j < i {
+				continue
+			}
+			if !seen[e.Hash] {
+				seen[e.Hash] = true
+				edges = append(edges, e.Hash)
+			}
+		}
+		if _, dup := in[p.hash]; !dup {
+			in[p.hash] = i
+			pos[p.hash] = len(data)
+			data = append(data, p.data)
+		}
+	}
+	stored, err := lp.PutLinked(ctx, data, edges)
+	if isAbsentTouch(err) {
+		return false
+	}
+	for i, p := range ps {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case stored[pos[p.hash]] != p.hash:
+			errs[i] = fmt.Errorf("put node: the store returned %s, want %s", stored[pos[p.hash]], p.hash)
+		default:
+			hs[i] = p.hash
+		}
+	}
+	return true
 }
 
 // touch refreshes the age of the node at h, the presence check of every
@@ -578,7 +645,7 @@ func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Ha
 	if err := rr.r.requireKind(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
-	return rr.touched(ctx, name, new, func() error {
+	return rr.touched(ctx, name, false, old, new, message, func() error {
 		return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
 	})
 }
@@ -587,20 +654,32 @@ func (rr *repoRefs) Replace(ctx context.Context, name string, new Hash, message 
 	if err := rr.r.requireKind(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
-	return rr.touched(ctx, name, new, func() error {
+	return rr.touched(ctx, name, true, 0, new, message, func() error {
 		return rr.Refs.Replace(ctx, name, new, message)
 	})
 }
 
 // touched runs move, a change of ref name to new, after refreshing new
 // under the store-wide shared lock (held until move returns); a zero new
-// (a delete) needs neither.
-func (rr *repoRefs) touched(ctx context.Context, name string, new Hash, move func() error) error {
+// (a delete) needs neither. A compare-and-swap (not replace) from old
+// takes the refs' [TouchingSwapper] fast path if they have one.
+func (rr *repoRefs) touched(ctx context.Context, name string, replace bool, old, new Hash, message string, move func() error) error {
 	if new.IsZero() {
 		return move()
 	}
 	if err := ValidateRefName(name); err != nil {
 		return err
+	}
+	if ts, ok := rr.Refs.(TouchingSwapper); ok && !replace {
+		done, err := ts.SwapTouching(ctx, rr.r.st, name, old, new, message)
+		switch {
+		case !done:
+		case isAbsentTouch(err):
+			// The slow path puts back a lost built-in schema, or fails
+			// naming the ref and the target.
+		default:
+			return err
+		}
 	}
 	unlock, err := rr.r.st.Lock(ctx, false)
 	if err != nil {

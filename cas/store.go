@@ -2,6 +2,7 @@ package cas
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"time"
 )
@@ -50,6 +51,13 @@ type Store interface {
 	// cutoff, atomically with respect to Touch and Put on the same object.
 	// It reports whether it deleted; an absent object is (false, nil).
 	DeleteIfOlder(ctx context.Context, h Hash, cutoff time.Time) (bool, error)
+	// DeleteIfOlderBatch does what DeleteIfOlder does for every hash of
+	// hs, each object atomically with respect to Touch and Put on it (each
+	// object is deleted or kept on its own; the batch is not one atomic
+	// step), and returns those it deleted, in the order of hs. An absent
+	// object is not deleted and is no error. On error some objects may
+	// have been deleted: deleted names those known to be.
+	DeleteIfOlderBatch(ctx context.Context, hs []Hash, cutoff time.Time) (deleted []Hash, err error)
 	// Lock takes the store-wide lock: shared for writers (around "check the
 	// edges present, put, move the ref"), exclusive for a GC sweep batch. It
 	// waits until the lock is granted or ctx is done. unlock is idempotent.
@@ -86,4 +94,70 @@ func PutBatch(ctx context.Context, s Putter, data [][]byte) ([]Hash, error) {
 		hs[i] = h
 	}
 	return hs, nil
+}
+
+// BatchGetter is a [Store] fast path for reading many objects at once (GC
+// reads every node, a batch at a time). GetBatch returns, for each hash of hs in
+// order, a copy of its bytes or, in errs, the error Get would give for it
+// (wrapping [ErrNotFound] or [ErrCorrupt]); err is a failure of the whole
+// batch.
+type BatchGetter interface {
+	GetBatch(ctx context.Context, hs []Hash) (data [][]byte, errs []error, err error)
+}
+
+// GetBatch reads every object of hs as [BatchGetter] specifies, with s's
+// GetBatch if it has one, else with one Get each.
+func GetBatch(ctx context.Context, s Getter, hs []Hash) (data [][]byte, errs []error, err error) {
+	if b, ok := s.(BatchGetter); ok {
+		return b.GetBatch(ctx, hs)
+	}
+	data, errs = make([][]byte, len(hs)), make([]error, len(hs))
+	for i, h := range hs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		data[i], errs[i] = s.Get(ctx, h)
+	}
+	return data, errs, nil
+}
+
+// LinkedPutter is a [Store] fast path for [Repo.PutNode] and
+// [Repo.PutNodes]: PutLinked does what the repo otherwise does in many
+// calls, in one atomic step under the store-wide shared lock (which it
+// takes and releases itself): it refreshes the age of every object in
+// edges, as Touch does, and, only if all of them are present, stores data
+// as PutBatch does, returning the hashes in input order. If an edge is
+// absent nothing is stored (the edges present may have been refreshed) and
+// the error is an *[ObjectError] with Op "touch" wrapping [ErrNotFound];
+// the repo then takes the slow path, which names the node and the edge (or
+// puts back a lost built-in schema).
+//
+// Unlike Touch and Put, the fast paths may leave alone an age refreshed
+// within the last second while no GC holds the GC lock ([Store.LockGC]):
+// a GC that starts later takes its barrier (the exclusive store-wide
+// lock) after the call, so it sees the new node and needs no refresh, and
+// a grace period is then honoured to within that second.
+type LinkedPutter interface {
+	PutLinked(ctx context.Context, data [][]byte, edges []Hash) ([]Hash, error)
+}
+
+// TouchingSwapper is a [Refs] fast path for the ref moves of [Repo.Refs]:
+// SwapTouching is CompareAndSwap that first refreshes new's age in st, as
+// st's Touch does, under st's store-wide shared lock, all in one atomic
+// step. It reports ok false, having done nothing, if st is not the store
+// these refs belong to, nor wraps it (a wrapper reports the store it wraps
+// with a method Unwrap() Store; one that changes what Touch does must not
+// have it): the repo then takes the slow path. If new is
+// absent from st nothing changes and the error is an *[ObjectError] with
+// Op "touch" wrapping [ErrNotFound]. new is never zero. Its refresh may be
+// skipped as [LinkedPutter]'s may.
+type TouchingSwapper interface {
+	SwapTouching(ctx context.Context, st Store, name string, old, new Hash, message string) (ok bool, err error)
+}
+
+// isAbsentTouch reports whether err is a fast path's "an object to
+// refresh is absent".
+func isAbsentTouch(err error) bool {
+	var oe *ObjectError
+	return errors.As(err, &oe) && oe.Op == "touch" && errors.Is(err, ErrNotFound)
 }

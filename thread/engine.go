@@ -77,6 +77,12 @@ type Engine struct {
 	mu        sync.Mutex
 	cache     map[cas.Hash]*Node
 	cacheSize int
+
+	// workflows caches loaded workflows by hash (immutable, like nodes):
+	// a step would otherwise read the workflow and its roles' nodes again,
+	// a round trip each on PostgreSQL.
+	wfMu      sync.Mutex
+	workflows map[cas.Hash]*loadedWorkflow
 }
 
 // New returns an engine over repo.

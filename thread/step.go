@@ -144,12 +144,30 @@ type loadedWorkflow struct {
 	schemas map[string]cas.Hash // role -> schema node
 }
 
+// maxCachedWorkflows bounds an engine's cache of loaded workflows.
+const maxCachedWorkflows = 64
+
 func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow, error) {
+	e.wfMu.Lock()
+	lw, ok := e.workflows[h]
+	e.wfMu.Unlock()
+	if ok && e.cacheSize > 0 {
+		return lw, nil
+	}
 	st, err := e.reg.LoadStored(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", h, err)
 	}
-	return &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}, nil
+	lw = &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}
+	if e.cacheSize > 0 {
+		e.wfMu.Lock()
+		if e.workflows == nil || len(e.workflows) >= maxCachedWorkflows {
+			e.workflows = map[cas.Hash]*loadedWorkflow{}
+		}
+		e.workflows[h] = lw
+		e.wfMu.Unlock()
+	}
+	return lw, nil
 }
 
 // position is what the step loop needs to know about where a thread is.

@@ -135,6 +135,23 @@ func (f *FaultyStore) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time
 	return f.Store.DeleteIfOlder(ctx, h, cutoff)
 }
 
+// DeleteIfOlderBatch fails as Fail("delete", h) says for the first hash
+// of hs that has such a failure, having deleted (with
+// Store.DeleteIfOlderBatch) only the hashes before it; with none it calls
+// Store.DeleteIfOlderBatch.
+func (f *FaultyStore) DeleteIfOlderBatch(ctx context.Context, hs []cas.Hash, cutoff time.Time) ([]cas.Hash, error) {
+	for i, h := range hs {
+		if err := f.fail("delete", h); err != nil {
+			deleted, derr := f.Store.DeleteIfOlderBatch(ctx, hs[:i], cutoff)
+			if derr != nil {
+				return deleted, derr
+			}
+			return deleted, err
+		}
+	}
+	return f.Store.DeleteIfOlderBatch(ctx, hs, cutoff)
+}
+
 // Lock fails as Fail("lock", 0) says, else calls Store.Lock.
 func (f *FaultyStore) Lock(ctx context.Context, exclusive bool) (func(), error) {
 	if err := f.fail("lock", 0); err != nil {

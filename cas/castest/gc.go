@@ -23,6 +23,10 @@ var gcTests = []struct {
 	{"RefMovesBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "ref", 2) }},
 	{"ForkBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "fork", 1) }},
 	{"ForkBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "fork", 2) }},
+	{"DirectWriterLinksBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-link", 1) }},
+	{"DirectWriterLinksBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-link", 2) }},
+	{"DirectRefMovesBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-move", 1) }},
+	{"DirectRefMovesBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-move", 2) }},
 	{"GetFailsOnceWhileOrdering", testGCGetFailsWhileOrdering},
 	{"CorruptCandidateGoesFirst", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, false) }},
 	{"CorruptCandidateRefreshed", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, true) }},
@@ -36,7 +40,11 @@ var gcTests = []struct {
 // writer put a node linking [g, n], move a ref onto n, or fork from n (a
 // new node linking n, and a ref on it). Before batch 1 the writer must
 // succeed and keep n and g; before batch 2 it must fail with an error
-// wrapping [cas.ErrNotFound], changing nothing. Another test fails one Get
+// wrapping [cas.ErrNotFound], changing nothing. The same runs with a
+// writer on a repo over the backend itself, so it takes the backend's fast
+// paths ([cas.LinkedPutter], [cas.TouchingSwapper]): a put linking [g, n],
+// and a move of an existing ref onto n (which, failing, leaves the ref
+// where it was). Another test fails one Get
 // of n while GC orders its candidates: GC must stop having deleted
 // nothing, and the next GC collect both. On a store that implements
 // [Corrupter], n is damaged: GC must delete it before g (its edges are
@@ -82,8 +90,13 @@ type gcEnv struct {
 	hook  *gcHookStore
 	fault *FaultyStore
 	repo  *cas.Repo
-	link  cas.Hash // the schema: {name, links: [cas_ref]}
-	n, g  cas.Hash
+	// direct is a repo on the backend itself, for a writer that takes the
+	// backend's fast paths (cas.LinkedPutter, cas.TouchingSwapper), which
+	// the wrapped stores hide.
+	direct *cas.Repo
+	link   cas.Hash // the schema: {name, links: [cas_ref]}
+	n, g   cas.Hash
+	m      cas.Hash // the node ref castest/moving points at, reachable
 }
 
 const linkSchema = `{"type":"object","properties":{"name":{"type":"string"},` +
@@ -100,6 +113,9 @@ func newGCEnv(t *testing.T, s cas.Store, r cas.Refs) *gcEnv {
 		t.Fatalf("cas.Open: %v", err)
 	}
 	g.repo = repo
+	if g.direct, err = cas.Open(ctx, s, r, nil); err != nil {
+		t.Fatalf("cas.Open: %v", err)
+	}
 	doc, err := cas.ParseJSON([]byte(linkSchema))
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +125,10 @@ func newGCEnv(t *testing.T, s cas.Store, r cas.Refs) *gcEnv {
 	}
 	g.g = g.put(t, "g")
 	g.n = g.put(t, "n", g.g)
+	g.m = g.put(t, "m")
+	if err := repo.Refs().CompareAndSwap(ctx, "castest/moving", 0, g.m, "create"); err != nil {
+		t.Fatalf("create castest/moving: %v", err)
+	}
 	// Age them: GC with no grace spares only what is touched from the
 	// moment it reads the clock, strictly after n's and g's times.
 	waitPast(t, s.Now, object(t, s, g.n).Time)
@@ -189,6 +209,11 @@ func (g *gcEnv) writerBeforeBatch(t *testing.T, action string, batch int) {
 		case "ref":
 			ref = "castest/saved"
 			writeErr = g.repo.Refs().CompareAndSwap(ctx, ref, 0, g.n, "save n")
+		case "direct-link":
+			made, writeErr = g.direct.Put(ctx, g.link, map[string]any{"name": "linker", "links": []any{g.g.String(), g.n.String()}})
+		case "direct-move":
+			ref = "castest/moving"
+			writeErr = g.direct.Refs().CompareAndSwap(ctx, ref, g.m, g.n, "move onto n")
 		case "fork":
 			ref = "castest/fork"
 			if made, writeErr = g.putErr(ctx, "fork", g.n); writeErr == nil {
@@ -231,12 +256,16 @@ func (g *gcEnv) writerBeforeBatch(t *testing.T, action string, batch int) {
 		if g.has(t, g.n) {
 			t.Error("n survived although nothing referred to it before its batch")
 		}
-		if ref != "" {
+		if action == "direct-move" {
+			if h, err := g.repo.Refs().Get(ctx, ref); err != nil || h != g.m {
+				t.Errorf("the writer's ref %s = %v, %v after a failed move; want %s, unchanged", ref, h, err, g.m)
+			}
+		} else if ref != "" {
 			if h, err := g.repo.Refs().Get(ctx, ref); !errors.Is(err, cas.ErrNotFound) {
 				t.Errorf("the writer's ref %s = %v, %v after a failed write; want ErrNotFound", ref, h, err)
 			}
 		}
-		if action == "link" && !g.has(t, g.g) {
+		if (action == "link" || action == "direct-link") && !g.has(t, g.g) {
 			// The writer touched g (its first link) before finding n gone:
 			// g was refreshed, so its delete is refused.
 			t.Error("g deleted although the writer touched it before its batch")

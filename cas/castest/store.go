@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ var storeTests = []struct {
 	{"DeleteIfOlder", testDeleteIfOlder},
 	{"DeleteIfOlderRacesTouch", testDeleteRacesTouch},
 	{"DeleteIfOlderRacesPut", testDeleteRacesPut},
+	{"DeleteIfOlderBatch", testDeleteIfOlderBatch},
 	{"ConcurrentPuts", testConcurrentPuts},
 	{"PutBatch", testPutBatch},
 	{"Now", testNow},
@@ -392,6 +394,48 @@ func testAllBodyUsesStore(t *testing.T, s cas.Store) {
 	})
 	for _, err := range errs {
 		t.Error(err)
+	}
+}
+
+// testDeleteIfOlderBatch: the batch deletes exactly the objects older
+// than the cutoff, reports them in input order, skips absent ones, younger
+// ones and ones touched or put again after the cutoff was taken, and an
+// empty batch deletes nothing.
+func testDeleteIfOlderBatch(t *testing.T, s cas.Store) {
+	ctx := t.Context()
+	old1 := mustPut(t, s, []byte("batch old 1"))
+	old2 := mustPut(t, s, []byte("batch old 2"))
+	touched := mustPut(t, s, []byte("batch touched"))
+	reput := mustPut(t, s, []byte("batch put again"))
+	cutoff := waitPast(t, s.Now, object(t, s, reput).Time)
+	young := mustPut(t, s, []byte("batch young"))
+	if err := s.Touch(ctx, touched); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, []byte("batch put again"))
+	absent := cas.Sum([]byte("batch never stored"))
+	got, err := s.DeleteIfOlderBatch(ctx, []cas.Hash{young, old2, absent, touched, reput, old1}, cutoff)
+	if err != nil {
+		t.Fatalf("DeleteIfOlderBatch: %v", err)
+	}
+	if want := []cas.Hash{old2, old1}; !slices.Equal(got, want) {
+		t.Errorf("DeleteIfOlderBatch deleted %v, want %v (in input order)", got, want)
+	}
+	for h, want := range map[cas.Hash]bool{old1: false, old2: false, young: true, touched: true, reput: true} {
+		if mustHas(t, s, h) != want {
+			t.Errorf("after the batch, Has(%s) = %v, want %v", h, !want, want)
+		}
+	}
+	got, err = s.DeleteIfOlderBatch(ctx, []cas.Hash{old1, old2}, cutoff)
+	if err != nil || len(got) != 0 {
+		t.Errorf("second DeleteIfOlderBatch = %v, %v; want nothing deleted", got, err)
+	}
+	got, err = s.DeleteIfOlderBatch(ctx, nil, mustNow(t, s.Now).Add(time.Hour))
+	if err != nil || len(got) != 0 {
+		t.Errorf("empty DeleteIfOlderBatch = %v, %v; want nothing deleted", got, err)
+	}
+	if !mustHas(t, s, young) {
+		t.Errorf("an empty batch deleted something")
 	}
 }
 

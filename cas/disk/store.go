@@ -479,6 +479,24 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 	return true, nil
 }
 
+// DeleteIfOlderBatch does DeleteIfOlder for each hash of hs in turn (a
+// file each: there is nothing to batch) and returns those it deleted, in
+// the order of hs. It stops at the first failure, returning it with the
+// objects deleted before it.
+func (s *Store) DeleteIfOlderBatch(ctx context.Context, hs []cas.Hash, cutoff time.Time) ([]cas.Hash, error) {
+	var deleted []cas.Hash
+	for _, h := range hs {
+		ok, err := s.DeleteIfOlder(ctx, h, cutoff)
+		if err != nil {
+			return deleted, err
+		}
+		if ok {
+			deleted = append(deleted, h)
+		}
+	}
+	return deleted, nil
+}
+
 // fallbackSlack is the mtime slack assumed when it cannot be measured (the
 // probe failed, say on a full disk) or the filesystem rounds times up or
 // to the nearest step rather than truncating them: 2 s, FAT's step, the

@@ -151,19 +151,21 @@ func BenchmarkGetParallel(b *testing.B) {
 const listSchema = `{"type":"object","properties":{"items":{"type":"array","items":{"type":"string","format":"cas_ref"}}},
  "required":["items"],"additionalProperties":false}`
 
-// BenchmarkGC1M runs one GC over about 1,000,000 objects of which half are
-// unreachable, and reports its time and the peak heap in use. Building the
-// store takes minutes, so it runs only with UWF_BENCH_BIG=1:
+// BenchmarkGC runs one GC over about 20,000 objects (1,000,000 with
+// UWF_BENCH_BIG=1: building that store takes a minute or more) of which
+// half are unreachable, and reports its time and the peak heap in use:
 //
-//	UWF_BENCH_BIG=1 go test ./cas/postgres -run '^$' -bench GC1M -benchtime 1x -timeout 60m
-func BenchmarkGC1M(b *testing.B) {
-	if os.Getenv("UWF_BENCH_BIG") != "1" {
-		b.Skip("set UWF_BENCH_BIG=1 to build a 1,000,000-object store and collect it")
+//	UWF_BENCH_BIG=1 go test ./cas/postgres -run '^$' -bench '^BenchmarkGC$' -benchtime 1x -timeout 60m
+func BenchmarkGC(b *testing.B) {
+	total := 20_000
+	if os.Getenv("UWF_BENCH_BIG") == "1" {
+		total = 1_000_000
 	}
-	const (
-		total   = 1_000_000
-		perList = 1000
-	)
+	b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) { benchGC(b, total) })
+}
+
+func benchGC(b *testing.B, total int) {
+	const perList = 1000
 	s := benchStore(b)
 	ctx := b.Context()
 	repo, err := cas.Open(ctx, s, s.Refs(), nil)
@@ -371,6 +373,57 @@ func BenchmarkWatchStepParallel(b *testing.B) {
 					cur++
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkStepWrites measures a step's writes as the repo makes them on
+// PostgreSQL, 8 writers at once (each on its own ref): a node put with one
+// edge (PutLinked) and the ref move onto it (SwapTouching), each one round
+// trip and one commit. The others add what watching refs will add to each
+// move: an exclusive transaction-level advisory lock before the move
+// ("lock"), a pg_notify after it ("notify"), or both.
+//
+//	go test ./cas/postgres -run '^$' -bench '^BenchmarkStepWrites$' -benchtime 2000x
+func BenchmarkStepWrites(b *testing.B) {
+	for _, tc := range []struct {
+		name         string
+		lock, notify bool
+	}{{"plain", false, false}, {"lock", true, false}, {"notify", false, true}, {"lock+notify", true, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			postgres.SetWatchStandIn(b, tc.lock, tc.notify)
+			s := benchStore(b)
+			ctx := b.Context()
+			edge, err := s.Put(ctx, []byte("the edge every step names"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			seed := benchSeed.Add(1)
+			var writer atomic.Uint64
+			b.SetParallelism(4) // 8 writers on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				w := writer.Add(1)
+				name := fmt.Sprintf("threads/w%d", w)
+				var head cas.Hash
+				for n := uint64(0); pb.Next(); n++ {
+					hs, err := s.PutLinked(ctx, [][]byte{blob(seed, w<<32|n)}, []cas.Hash{edge})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if head.IsZero() {
+						err = s.Refs().CompareAndSwap(ctx, name, 0, hs[0], "start")
+					} else {
+						_, err = s.Refs().SwapTouching(ctx, s, name, head, hs[0], "step")
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					head = hs[0]
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 		})
 	}
 }

@@ -74,6 +74,17 @@
 // takes no lock and sends no notification: its changes are seen at the
 // next poll, and one that commits late may be missed.
 //
+// # A step's writes
+//
+// [Store.PutLinked] and [Refs.SwapTouching], the fast paths [cas.Repo]
+// takes for a node put and a ref move, are each one pipelined batch: one
+// round trip and one commit, under the store-wide lock taken shared at
+// transaction level. Concurrent commits share WAL flushes, so many
+// workers stepping at once cost far fewer flushes than steps. An age
+// refreshed within the last second is not written again while no GC holds
+// the GC lock: rows many steps name would otherwise queue every step
+// behind one another's commits.
+//
 // # Locks
 //
 // The store-wide lock ([Store.Lock]) is a session-level advisory lock,

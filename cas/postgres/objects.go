@@ -48,6 +48,46 @@ func (s *Store) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 	return data, nil
 }
 
+// GetBatch reads every object of hs in one statement and re-hashes each,
+// as [cas.BatchGetter] specifies: errs[i] is an *[cas.ObjectError]
+// wrapping [cas.ErrNotFound] or [cas.ErrCorrupt] for an absent or corrupt
+// object.
+func (s *Store) GetBatch(ctx context.Context, hs []cas.Hash) (data [][]byte, errs []error, err error) {
+	rows, err := s.pool.Query(ctx, s.q.getMany, int64s(hs))
+	if err != nil {
+		return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	got := make(map[cas.Hash][]byte, len(hs))
+	for rows.Next() {
+		var h int64
+		var d []byte
+		if err := rows.Scan(&h, &d); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+		}
+		if d == nil {
+			d = []byte{}
+		}
+		got[cas.Hash(h)] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	data, errs = make([][]byte, len(hs)), make([]error, len(hs))
+	for i, h := range hs {
+		d, ok := got[h]
+		switch {
+		case !ok:
+			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrNotFound}
+		case s.sum(d) != h:
+			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrCorrupt}
+		default:
+			data[i] = d
+		}
+	}
+	return data, errs, nil
+}
+
 // Put stores data and returns its address, in one statement: an INSERT
 // that, if the hash is taken by equal bytes, refreshes their age instead.
 // If different bytes are there it re-hashes them: corrupt ones are
@@ -116,8 +156,23 @@ func (s *Store) resolve(ctx context.Context, tx pgx.Tx, h cas.Hash, data []byte)
 // ones are healed. On any error (a collision, a done ctx) the transaction
 // is rolled back and nothing of the batch is stored.
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
-	hs := make([]cas.Hash, len(data))
-	uniq := make(map[cas.Hash][]byte, len(data))
+	hs, keys, uniq := s.distinct(data)
+	if len(keys) == 0 {
+		return hs, nil
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error { return s.putChunks(ctx, tx, keys, uniq) })
+	if err != nil {
+		return nil, fmt.Errorf("put batch of %d objects: %w", len(data), err)
+	}
+	return hs, nil
+}
+
+// distinct hashes data: hs in input order, keys the distinct hashes sorted
+// (so concurrent batches lock rows in one order), uniq their bytes (never
+// nil: NULL is not empty).
+func (s *Store) distinct(data [][]byte) (hs, keys []cas.Hash, uniq map[cas.Hash][]byte) {
+	hs = make([]cas.Hash, len(data))
+	uniq = make(map[cas.Hash][]byte, len(data))
 	for i, d := range data {
 		hs[i] = s.sum(d)
 		if _, ok := uniq[hs[i]]; !ok {
@@ -127,33 +182,29 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 			uniq[hs[i]] = d
 		}
 	}
-	if len(uniq) == 0 {
-		return hs, nil
-	}
-	// Sorted, so concurrent batches lock rows in one order.
-	keys := make([]cas.Hash, 0, len(uniq))
+	keys = make([]cas.Hash, 0, len(uniq))
 	for h := range uniq {
 		keys = append(keys, h)
 	}
 	slices.Sort(keys)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		for start := 0; start < len(keys); {
-			end, size := start, 0
-			for end < len(keys) && end-start < batchRows && (end == start || size+len(uniq[keys[end]]) <= batchBytes) {
-				size += len(uniq[keys[end]])
-				end++
-			}
-			if err := s.putChunk(ctx, tx, keys[start:end], uniq); err != nil {
-				return err
-			}
-			start = end
+	return hs, keys, uniq
+}
+
+// putChunks stores the objects keys in tx, in INSERTs within the batch
+// limits.
+func (s *Store) putChunks(ctx context.Context, tx pgx.Tx, keys []cas.Hash, uniq map[cas.Hash][]byte) error {
+	for start := 0; start < len(keys); {
+		end, size := start, 0
+		for end < len(keys) && end-start < batchRows && (end == start || size+len(uniq[keys[end]]) <= batchBytes) {
+			size += len(uniq[keys[end]])
+			end++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("put batch of %d objects: %w", len(data), err)
+		if err := s.putChunk(ctx, tx, keys[start:end], uniq); err != nil {
+			return err
+		}
+		start = end
 	}
-	return hs, nil
+	return nil
 }
 
 // putChunk inserts (or refreshes) the objects keys in one statement of
@@ -317,6 +368,56 @@ func (s *Store) DeleteIfOlder(ctx context.Context, h cas.Hash, cutoff time.Time)
 		return false, &cas.ObjectError{Op: "delete", Hash: h, Err: ctxErr(ctx, err)}
 	}
 	return tag.RowsAffected() > 0, nil
+}
+
+// DeleteIfOlderBatch deletes every object of hs whose time is before
+// cutoff in one statement (DELETE ... WHERE hash = ANY (hs) AND time <
+// cutoff RETURNING hash), each row atomically with respect to Touch and
+// Put of it, and returns those deleted in the order of hs. Like
+// DeleteIfOlder it commits asynchronously, in one round trip with its
+// transaction: a GC sweep batch costs one round trip and no WAL flush of
+// its own. A server crash may undo the last batches, never anything else
+// (see DeleteIfOlder): GC deletes a batch only after the batches of every
+// candidate parent of its objects.
+func (s *Store) DeleteIfOlderBatch(ctx context.Context, hs []cas.Hash, cutoff time.Time) ([]cas.Hash, error) {
+	if len(hs) == 0 {
+		return nil, ctx.Err()
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(s.q.deleteIfOlderMany, int64s(hs), pgTime(cutoff))
+	b.Queue("COMMIT")
+	br := s.pool.SendBatch(ctx, b)
+	gone := map[cas.Hash]bool{}
+	var err error
+	for i := range b.Len() {
+		if i != 2 {
+			if _, e := br.Exec(); e != nil && err == nil {
+				err = e
+			}
+			continue
+		}
+		got, e := collectHashes(br)
+		if e != nil && err == nil {
+			err = e
+		}
+		gone = got
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	deleted := make([]cas.Hash, 0, len(gone))
+	for _, h := range hs {
+		if gone[h] {
+			deleted = append(deleted, h)
+			delete(gone, h)
+		}
+	}
+	return deleted, nil
 }
 
 // pgTime converts a cutoff to a timestamptz parameter: rounded up to the

@@ -47,6 +47,10 @@ type Options struct {
 	// one more connection of its own. 0 means the URL's pool_max_conns if
 	// it has one, else [DefaultMaxConns].
 	MaxConns int32
+	// Tracer, if set, sees every statement, batch and connection of the
+	// store's pools (pgx's tracer interfaces): for diagnostics, and for
+	// tests that count round trips.
+	Tracer pgx.QueryTracer
 }
 
 // Store is a [cas.Store] and [cas.BatchPutter] kept in PostgreSQL, for many
@@ -75,6 +79,7 @@ type Store struct {
 var (
 	_ cas.Store       = (*Store)(nil)
 	_ cas.BatchPutter = (*Store)(nil)
+	_ cas.BatchGetter = (*Store)(nil)
 	_ cas.Refs        = (*Refs)(nil)
 )
 
@@ -123,6 +128,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "uwf"
+	if o.Tracer != nil {
+		cfg.ConnConfig.Tracer = o.Tracer
+	}
 	lockCfg := cfg.Copy()
 	lockCfg.AfterConnect = checkConnection
 	s := &Store{

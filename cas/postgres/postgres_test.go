@@ -100,6 +100,10 @@ type corruptible struct {
 	t testing.TB
 }
 
+// Unwrap lets the refs' fast path (SwapTouching) see the store it wraps:
+// Corrupt changes no operation.
+func (c corruptible) Unwrap() cas.Store { return c.Store }
+
 func (c corruptible) Corrupt(h cas.Hash, data []byte) bool {
 	tag, err := admin(c.t).Exec(context.Background(),
 		"UPDATE "+pgx.Identifier{c.Schema(), "objects"}.Sanitize()+" SET data = $2::bytea, size = octet_length($2::bytea) WHERE hash = $1",

@@ -10,6 +10,13 @@ import (
 // of a ref-log entry.
 const nowMS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 
+// moveAnchor is the compare-and-swap condition of the move statement,
+// after which moveGuard goes to make the step's guarded move.
+const (
+	moveAnchor = `WHERE name = $1::text AND hash = $2::bigint`
+	moveGuard  = ` AND EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $3::bigint)`
+)
+
 // queries holds the SQL statements of one schema, with its quoted name in
 // place.
 type queries struct {
@@ -29,6 +36,9 @@ type queries struct {
 	// watch (watch.go)
 	watchRead, watchHead, watchTop, watchTrim string
 	importRows, deleteLogsTrim, deleteNewest  string
+	lockSharedXact, touchMany, putLinked      string
+	moveIfPresent, deleteIfOlderMany          string
+	getMany                                   string
 }
 
 func newQueries(schema string) queries {
@@ -37,9 +47,11 @@ func newQueries(schema string) queries {
 	// (watch.go): the commit-order lock and the notification.
 	w := func(from string) string { return watchStep(schema, from) }
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
+	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
 	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)
+	q.deleteIfOlderMany = q.expand(`DELETE FROM {{S}}.objects WHERE hash = ANY ($1::bigint[]) AND time < $2 RETURNING hash`)
 	q.now = `SELECT clock_timestamp()`
 	// Insert, or refresh the age of equal bytes already there. A conflict
 	// whose bytes differ returns no row: the caller re-hashes them.
@@ -55,6 +67,39 @@ func newQueries(schema string) queries {
 		ON CONFLICT (hash) DO UPDATE SET time = greatest(o.time, clock_timestamp())
 		WHERE o.data = EXCLUDED.data
 		RETURNING hash`)
+	// A step's writes (see linked.go): the store-wide lock shared until
+	// the commit; the edges' ages, returning those found; the objects,
+	// only if every edge ($3) is there (the UPDATE before, in the same
+	// transaction, holds their rows).
+	q.lockSharedXact = `SELECT pg_advisory_xact_lock_shared($1::bigint)`
+	// The fast paths leave alone an age refreshed within the last second
+	// while no GC holds the GC lock ($2, $3: its key's halves): a GC that
+	// begins later has its barrier after this transaction's commit, so it
+	// needs no refresh, and one hot row (a schema, a workflow, an output
+	// many threads share) is then written about once a second, not by
+	// every step, whose row lock would queue every other step behind it
+	// until its commit.
+	gcRunning := `EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND classid = $2::bigint::oid AND objid = $3::bigint::oid AND objsubid = 1)`
+	stale := `time < clock_timestamp() - interval '1 second'`
+	q.touchMany = q.expand(`WITH gc AS MATERIALIZED (SELECT ` + gcRunning + ` AS running),
+		t AS (UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp())
+			WHERE hash = ANY ($1::bigint[]) AND ((SELECT running FROM gc) OR ` + stale + `))
+		SELECT hash FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
+	q.putLinked = q.expand(`WITH gc AS MATERIALIZED (SELECT ` + gcRunning + ` AS running),
+		u AS (SELECT * FROM unnest($4::bigint[], $5::bytea[]) WITH ORDINALITY AS u(h, d, i)),
+		ok AS MATERIALIZED (SELECT (SELECT count(*) FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])) = cardinality($1::bigint[]) AS ok),
+		ins AS (INSERT INTO {{S}}.objects (hash, data, size, time)
+			SELECT u.h, u.d, octet_length(u.d), clock_timestamp() FROM u WHERE (SELECT ok FROM ok)
+			ORDER BY u.i
+			ON CONFLICT (hash) DO NOTHING
+			RETURNING hash),
+		upd AS (UPDATE {{S}}.objects o SET time = greatest(o.time, clock_timestamp()) FROM u
+			WHERE o.hash = u.h AND o.data = u.d AND (SELECT ok FROM ok)
+				AND ((SELECT running FROM gc) OR o.` + stale + `))
+		SELECT hash FROM ins
+		UNION ALL
+		SELECT o.hash FROM {{S}}.objects o JOIN u ON o.hash = u.h AND o.data = u.d WHERE (SELECT ok FROM ok)`)
 	q.lockObject = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1 FOR UPDATE`)
 	q.healObject = q.expand(`UPDATE {{S}}.objects SET data = $2::bytea, size = octet_length($2::bytea), time = clock_timestamp()
 		WHERE hash = $1`)
@@ -78,6 +123,15 @@ func newQueries(schema string) queries {
 		INSERT INTO {{S}}.ref_log (name, old, new, time_ms, message)
 		SELECT w.name, $2::bigint, $3::bigint, ` + nowMS + `, $4::text FROM w
 		RETURNING id`)
+	// The move of a step, after the UPDATE of $3's age in the same
+	// transaction: the move, only if $3 is there. It is derived from
+	// q.move so the two stay one statement; newQueries panics if the guard
+	// finds no place (every test that opens a store then fails).
+	q.moveIfPresent = strings.Replace(q.move, moveAnchor, moveAnchor+moveGuard, 1)
+	if !strings.Contains(q.moveIfPresent, moveGuard) {
+		panic("postgres: the move statement lost its compare-and-swap condition " + moveAnchor)
+	}
+	q.moveIfPresent = q.expand(q.moveIfPresent)
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
 		), ` + w("d") + `

@@ -146,7 +146,9 @@ func validMessage(name, message string) error {
 //     and runs INSERT ... ON CONFLICT DO NOTHING with the log row;
 //   - a move is UPDATE ... WHERE name = $1 AND hash = old, and a delete
 //     DELETE ... WHERE name = $1 AND hash = old, each in one statement with
-//     the INSERT of its log row.
+//     the INSERT of its log row; a move is sent in one batch with a read
+//     of the ref, which a conflict reports (the same batch, with the
+//     target's refresh, as [Refs.SwapTouching]).
 //
 // A stale old is a *[cas.ConflictError] carrying the current value; a name
 // clash is one with Clash set to the first clashing ref in name order. A
@@ -174,7 +176,7 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	case new.IsZero():
 		return r.swap(ctx, name, old, r.s.q.del, name, int64(old), message)
 	default:
-		return r.swap(ctx, name, old, r.s.q.move, name, int64(old), int64(new), message)
+		return r.move(ctx, name, old, new, message, false)
 	}
 }
 

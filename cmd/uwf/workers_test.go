@@ -22,7 +22,7 @@ import (
 )
 
 // postgresURL returns the test database, or skips the test.
-func postgresURL(t *testing.T) string {
+func postgresURL(t testing.TB) string {
 	t.Helper()
 	return pgtest.URL(t)
 }
@@ -37,9 +37,14 @@ func freshSchema(url string) string {
 }
 
 // workerSession is a session on store (a path or a URL), as a worker
-// process or a test uses it.
+// process or a test uses it; a disk store's durability is the one its
+// ?durability= names, none by default.
 func workerSession(home, store string) *session {
-	return &session{cmd: "worker", home: home, store: store, durability: "none", log: slog.New(slog.DiscardHandler)}
+	durability := "none"
+	if strings.Contains(store, "?durability=") || strings.HasPrefix(store, "postgres") {
+		durability = ""
+	}
+	return &session{cmd: "worker", home: home, store: store, durability: durability, log: slog.New(slog.DiscardHandler)}
 }
 
 // stepWorker is a worker process (UWF_TEST_WORKER=1): it steps the threads
@@ -99,7 +104,7 @@ func countWorkerArgs() int {
 
 // runWorkers starts n worker processes on store over ids, rotated so they
 // collide, and waits for them; it returns the steps committed.
-func runWorkers(t *testing.T, home, store string, ids []string, n int) int {
+func runWorkers(t testing.TB, home, store string, ids []string, n int) int {
 	t.Helper()
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
@@ -129,8 +134,9 @@ func runWorkers(t *testing.T, home, store string, ids []string, n int) int {
 }
 
 // workload starts 100 review-loop threads on store, has 8 worker processes
-// step them all to the end, and checks every chain.
-func workload(t *testing.T, store string) {
+// step them all to the end, and checks every chain. It returns the commits
+// per second.
+func workload(t testing.TB, store string) float64 {
 	ctx := t.Context()
 	home := t.TempDir()
 	s := workerSession(home, store)
@@ -209,117 +215,46 @@ func workload(t *testing.T, store string) {
 	for _, p := range rep.Problems {
 		t.Errorf("fsck: %s", p)
 	}
-	t.Logf("8 workers, %d threads: %d commits in %s: %.0f commits/s", n, committed, took.Round(time.Millisecond), float64(committed)/took.Seconds())
+	rate := float64(committed) / took.Seconds()
+	t.Logf("8 workers, %d threads: %d commits in %s: %.0f commits/s", n, committed, took.Round(time.Millisecond), rate)
+	return rate
 }
 
-// TestWorkersDisk: 8 worker processes step 100 threads of one disk store
-// concurrently: no step lost or duplicated, every chain linear, fsck clean.
-func TestWorkersDisk(t *testing.T) {
-	workload(t, filepath.Join(t.TempDir(), "store"))
+// BenchmarkWorkers runs the workload of TestWorkersDisk and
+// TestWorkersPostgres side by side, in rounds alternating the backends: a
+// disk store without fsync, a strict (fsyncing) one, and PostgreSQL at the
+// server's full durability. It reports the median of each one's commits/s
+// and the medians of PostgreSQL's ratio to each disk store within a round
+// (a loaded machine moves whole rounds; ratios within one move less).
+//
+//	UWF_TEST_POSTGRES=... go test ./cmd/uwf -run '^$' -bench '^BenchmarkWorkers$' -benchtime 5x
+func BenchmarkWorkers(b *testing.B) {
+	pg := postgresURL(b)
+	var none, strict, postgres []float64
+	for b.Loop() {
+		none = append(none, workload(b, filepath.Join(b.TempDir(), "store")+"?durability=none"))
+		strict = append(strict, workload(b, filepath.Join(b.TempDir(), "store")+"?durability=strict"))
+		postgres = append(postgres, workload(b, freshSchema(pg)))
+	}
+	var vsNone, vsStrict []float64
+	for i := range postgres {
+		vsNone = append(vsNone, postgres[i]/none[i])
+		vsStrict = append(vsStrict, postgres[i]/strict[i])
+	}
+	b.ReportMetric(median(none), "disk-none-commits/s")
+	b.ReportMetric(median(strict), "disk-strict-commits/s")
+	b.ReportMetric(median(postgres), "postgres-commits/s")
+	b.ReportMetric(median(vsNone), "postgres/disk-none")
+	b.ReportMetric(median(vsStrict), "postgres/disk-strict")
+	b.Logf("postgres/disk-none by round: %.2f", vsNone)
 }
 
-// TestWorkersPostgres: the same workload on one PostgreSQL store.
-func TestWorkersPostgres(t *testing.T) {
-	workload(t, freshSchema(postgresURL(t)))
-}
-
-// objectList returns every object of a store and its bytes, sorted.
-func objectList(t *testing.T, repo *cas.Repo) []string {
-	t.Helper()
-	var out []string
-	for o, err := range repo.Store().All(t.Context()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := repo.Store().Get(t.Context(), o.Hash)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, o.Hash.String()+" "+string(data))
+// median returns the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
 	}
-	slices.Sort(out)
-	return out
-}
-
-// refsAndLogs returns every ref and every log (the built-in schema refs'
-// logs left out: each store writes its own when it is created).
-func refsAndLogs(t *testing.T, repo *cas.Repo) []string {
-	t.Helper()
-	var out []string
-	for r, err := range repo.Refs().List(t.Context(), "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, "ref "+r.Name+" "+r.Hash.String())
-	}
-	for name, err := range repo.Refs().Logs(t.Context()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(name, "schemas/") && cas.IsBuiltinName(strings.TrimPrefix(name, "schemas/")) {
-			continue
-		}
-		entries, err := repo.Refs().Log(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			out = append(out, fmt.Sprintf("log %s %s %s %d %q", name, e.Old, e.New, e.Time, e.Message))
-		}
-	}
-	return out
-}
-
-// TestExportDiskPostgresExport: a disk store exported, imported into
-// PostgreSQL and exported again: the same objects, refs and logs; fsck clean
-// on both.
-func TestExportDiskPostgresExport(t *testing.T) {
-	pg := freshSchema(postgresURL(t))
-	e := newEnv(t)
-	e.ok("", "demo", "--home", e.home)
-	e.ok("", "thread", "rm", strings.Fields(e.ok("", "thread", "list"))[0]) // a deleted ref's log too
-	var tar1 bytes.Buffer
-	r := e.runContext(t.Context(), strings.NewReader(""), "cas", "export")
-	if r.code != 0 {
-		t.Fatalf("export: %v", r)
-	}
-	tar1.WriteString(r.stdout)
-	r = e.runContext(t.Context(), bytes.NewReader(tar1.Bytes()), "--store", pg, "cas", "import")
-	if r.code != 0 {
-		t.Fatalf("import into PostgreSQL: %v", r)
-	}
-	r = e.runContext(t.Context(), strings.NewReader(""), "--store", pg, "cas", "export")
-	if r.code != 0 {
-		t.Fatalf("export from PostgreSQL: %v", r)
-	}
-	disk, closeDisk, err := workerSession(e.home, "").open(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeDisk()
-	pgRepo, closePG, err := workerSession(e.home, pg).open(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closePG()
-	if a, b := objectList(t, disk), objectList(t, pgRepo); !slices.Equal(a, b) {
-		t.Errorf("objects differ: disk %d, PostgreSQL %d", len(a), len(b))
-	}
-	if a, b := refsAndLogs(t, disk), refsAndLogs(t, pgRepo); !slices.Equal(a, b) {
-		t.Errorf("refs and logs differ:\ndisk:\n%s\nPostgreSQL:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
-	}
-	for _, store := range []string{"", pg} {
-		args := []string{"cas", "fsck"}
-		if store != "" {
-			args = append([]string{"--store", store}, args...)
-		}
-		if out := e.ok("", args...); !strings.HasSuffix(out, ": 0 problems\n") {
-			t.Errorf("fsck %s: %s", store, out)
-		}
-	}
-	// Importing again changes nothing.
-	r = e.runContext(t.Context(), bytes.NewReader(tar1.Bytes()), "--store", pg, "cas", "import", "--json")
-	if r.code != 0 || !strings.Contains(r.stdout, `"created":[]`) {
-		t.Errorf("second import: %v", r)
-	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -1,0 +1,252 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// The step cache: what a step and [Engine.Show] need that would otherwise
+// take the whole chain or the whole ref log, kept in the store's droppable
+// [cas.Derived] cache and never trusted. Two kinds of entry:
+//
+//   - "chain/<node>": counts of the chain ending at a step or mark node
+//     (its steps, its steps per role, the depth of its newest resumed mark
+//     and its steps since then). An entry names its node and the node it
+//     was derived from (prev, or the start); it is used only when it equals
+//     what deriving it again from its predecessor's entry and the node
+//     gives, so a missing, torn, foreign or poisoned entry is recomputed
+//     (back to the newest pair of entries that agree, or the start).
+//   - "ref/threads/<id>": where the thread's current incarnation began (its
+//     creation log entry: node and fork provenance). It is written when
+//     the engine creates the thread, and lazily from the log; [cas.Repo]
+//     drops it whenever the ref is created, deleted, replaced or imported.
+//     It is used only if it names the thread and a node of the depth it
+//     claims.
+
+// chainEntry is a "chain/<node>" entry.
+type chainEntry struct {
+	V           int            `json:"v"`
+	Node        cas.Hash       `json:"node"`
+	From        cas.Hash       `json:"from"`        // prev, or the start for depth 1
+	Depth       int            `json:"depth"`       // the node's depth
+	Steps       int            `json:"steps"`       // step nodes from the start to the node, included
+	Roles       map[string]int `json:"roles"`       // of those, per role
+	ResumeDepth int            `json:"resumeDepth"` // depth of the newest resumed mark; 0 if none
+	SinceResume int            `json:"sinceResume"` // steps after it (or the start)
+}
+
+const chainEntryVersion = 1
+
+func chainKey(h cas.Hash) string { return "chain/" + h.String() }
+
+// startEntry is the (never stored) entry of a start node.
+func startEntry(start cas.Hash) *chainEntry {
+	return &chainEntry{V: chainEntryVersion, Node: start, Roles: map[string]int{}}
+}
+
+// from returns the node a chain node follows: its prev, or its start.
+func from(n *Node) cas.Hash {
+	c := n.Chain()
+	if c.Prev.IsZero() {
+		return c.Start
+	}
+	return c.Prev
+}
+
+// derive returns the entry of chain node n from p, the entry of the node
+// it follows.
+func derive(p *chainEntry, n *Node) *chainEntry {
+	e := &chainEntry{V: chainEntryVersion, Node: n.Hash, From: p.Node, Depth: n.Depth(), Steps: p.Steps,
+		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume}
+	switch {
+	case n.Step != nil:
+		e.Steps++
+		e.Roles[n.Step.Role]++
+		e.SinceResume++
+	case n.Mark != nil && n.Mark.Mark == MarkResumed:
+		e.ResumeDepth, e.SinceResume = e.Depth, 0
+	}
+	return e
+}
+
+func (a *chainEntry) equal(b *chainEntry) bool {
+	return a.V == b.V && a.Node == b.Node && a.From == b.From && a.Depth == b.Depth && a.Steps == b.Steps &&
+		a.ResumeDepth == b.ResumeDepth && a.SinceResume == b.SinceResume && maps.Equal(a.Roles, b.Roles)
+}
+
+// loadEntry reads the stored entry of node h at depth; nil if it is
+// missing, unreadable, or not an entry of h at that depth.
+func (e *Engine) loadEntry(ctx context.Context, h cas.Hash, depth int) *chainEntry {
+	data, ok, err := e.repo.Derived().GetDerived(ctx, chainKey(h))
+	if err != nil {
+		e.log.Debug("step cache: read", "node", h, "err", err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	var ce chainEntry
+	if json.Unmarshal(data, &ce) != nil || ce.V != chainEntryVersion || ce.Node != h || ce.Depth != depth || ce.Roles == nil {
+		return nil
+	}
+	return &ce
+}
+
+func (e *Engine) storeEntry(ctx context.Context, ce *chainEntry) {
+	data, err := json.Marshal(ce)
+	if err == nil {
+		err = e.repo.Derived().PutDerived(ctx, chainKey(ce.Node), data)
+	}
+	if err != nil {
+		e.log.Debug("step cache: write", "node", ce.Node, "err", err)
+	}
+}
+
+// entry returns the counts of the chain ending at n, from the cache when
+// n's entry agrees with its predecessor's, else recomputed from the newest
+// node back whose entry does (or the start), storing what it recomputes.
+// For a thread whose entries are in place it reads two entries and no node.
+func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
+	if n.Kind == KindStart {
+		return startEntry(n.Hash), nil
+	}
+	if ce := e.memoEntry(n.Hash); ce != nil {
+		return ce, nil
+	}
+	// Walk back until a node whose entry derives from its predecessor's.
+	var todo []*Node // newest first, their entries to recompute
+	var base *chainEntry
+	cur := n
+	own := e.loadEntry(ctx, cur.Hash, cur.Depth())
+	for base == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f := from(cur)
+		if cur.Chain().Prev.IsZero() {
+			// Its predecessor is the start.
+			p := startEntry(f)
+			if own != nil && own.From == f && derive(p, cur).equal(own) {
+				base = own
+			} else {
+				todo = append(todo, cur)
+				base = p
+			}
+			break
+		}
+		pe := e.loadEntry(ctx, f, cur.Depth()-1)
+		if own != nil && pe != nil && own.From == f && derive(pe, cur).equal(own) {
+			base = own
+			break
+		}
+		todo = append(todo, cur)
+		prev, err := e.node(ctx, f, len(todo) < 16)
+		if err != nil {
+			return nil, err
+		}
+		if prev.Kind == KindStart {
+			base = startEntry(prev.Hash)
+			break
+		}
+		cur, own = prev, pe
+	}
+	for _, t := range slices.Backward(todo) {
+		base = derive(base, t)
+		e.storeEntry(ctx, base)
+	}
+	e.memo(base)
+	return base, nil
+}
+
+// memoEntry returns the entry of h this engine derived or checked, if it
+// keeps it. Such entries are not read back from the store: they are
+// trusted.
+func (e *Engine) memoEntry(h cas.Hash) *chainEntry {
+	if e.cacheSize <= 0 {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.entries[h]
+}
+
+func (e *Engine) memo(ce *chainEntry) {
+	if e.cacheSize <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.entries) >= e.cacheSize {
+		for k := range e.entries {
+			delete(e.entries, k)
+			break
+		}
+	}
+	e.entries[ce.Node] = ce
+}
+
+// followEntry stores the entry of next, a node just made to follow head,
+// whose entry is he (nil: none known, nothing stored).
+func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node) {
+	if he != nil {
+		ne := derive(he, next)
+		e.storeEntry(ctx, ne)
+		e.memo(ne)
+	}
+}
+
+// originEntry is a "ref/threads/<id>" entry.
+type originEntry struct {
+	V          int      `json:"v"`
+	Ref        string   `json:"ref"`
+	Node       cas.Hash `json:"node"`
+	Depth      int      `json:"depth"`
+	Forked     bool     `json:"forked"`
+	ForkThread string   `json:"forkThread"`
+}
+
+// originFromEntry returns the origin a creation log entry gives.
+func originFromEntry(le cas.LogEntry) Origin {
+	o := Origin{Node: le.New}
+	if rest, ok := strings.CutPrefix(le.Message, "fork from "); ok {
+		o.Forked = true
+		if t, _, ok := strings.Cut(rest, "@"); ok {
+			o.ForkThread = t
+		}
+	}
+	return o
+}
+
+// cachedOrigin returns thread id's origin from the cache, if its entry
+// names the thread and a node of the depth it claims.
+func (e *Engine) cachedOrigin(ctx context.Context, id string) (Origin, bool) {
+	data, ok, err := e.repo.Derived().GetDerived(ctx, cas.RefDerivedKey(refName(id)))
+	if err != nil || !ok {
+		return Origin{}, false
+	}
+	var oe originEntry
+	if json.Unmarshal(data, &oe) != nil || oe.V != 1 || oe.Ref != refName(id) || oe.Node.IsZero() || (!oe.Forked && oe.ForkThread != "") {
+		return Origin{}, false
+	}
+	n, err := e.Node(ctx, oe.Node)
+	if err != nil || n.Depth() != oe.Depth {
+		return Origin{}, false
+	}
+	return Origin{Node: oe.Node, Depth: oe.Depth, Forked: oe.Forked, ForkThread: oe.ForkThread}, true
+}
+
+// storeOrigin caches thread id's origin.
+func (e *Engine) storeOrigin(ctx context.Context, id string, o Origin) {
+	data, err := json.Marshal(originEntry{V: 1, Ref: refName(id), Node: o.Node, Depth: o.Depth, Forked: o.Forked, ForkThread: o.ForkThread})
+	if err == nil {
+		err = e.repo.Derived().PutDerived(ctx, cas.RefDerivedKey(refName(id)), data)
+	}
+	if err != nil {
+		e.log.Debug("step cache: write origin", "thread", id, "err", err)
+	}
+}

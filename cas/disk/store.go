@@ -71,10 +71,11 @@ const (
 	lockFile   = "lock"
 	gateFile   = "lock.gate"
 	gcLockFile = "gc.lock"
+	cacheDir   = "cache" // the droppable derived cache (cas.Derived)
 )
 
 // storeNames are the names a store folder may hold.
-var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile}
+var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile, cacheDir}
 
 // Create makes a new store in dir, creating dir if needed. It fails with an
 // error wrapping [fs.ErrExist] if a store exists there, and refuses a folder

@@ -411,10 +411,11 @@ type Origin struct {
 
 // origin returns where the thread's current incarnation began: its
 // creation entry, the last log entry with a zero old value (PruneLog keeps
-// it). It comes from the step cache when the entry there holds, else from
-// the whole log (then cached).
-func (e *Engine) origin(ctx context.Context, id string) (Origin, error) {
-	if o, ok := e.cachedOrigin(ctx, id); ok {
+// it). It comes from the step cache when the entry there holds (see
+// cachedOrigin: head is the thread's head), else from the whole log (then
+// cached).
+func (e *Engine) origin(ctx context.Context, id string, head *Node) (Origin, error) {
+	if o, ok := e.cachedOrigin(ctx, id, head); ok {
 		return o, nil
 	}
 	entries, err := e.refs.Log(ctx, refName(id))
@@ -472,7 +473,11 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info.Origin, err = e.origin(ctx, id); err != nil {
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
 		return nil, err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)

@@ -445,7 +445,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		}
 		n := ce.SinceResume
 		if n >= limit {
-			o, err := e.origin(ctx, id)
+			o, err := e.origin(ctx, id, head)
 			if err != nil {
 				return nil, err
 			}

@@ -82,7 +82,12 @@ func (d *memDerived) GetDerived(ctx context.Context, key string) ([]byte, bool, 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v, ok := d.m[key]
-	return append([]byte(nil), v...), ok, nil
+	if !ok {
+		return nil, false, nil
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, true, nil
 }
 
 func (d *memDerived) PutDerived(ctx context.Context, key string, data []byte) error {

@@ -1,7 +1,10 @@
 package thread
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -25,8 +28,12 @@ import (
 //     creation log entry: node and fork provenance). It is written when
 //     the engine creates the thread, and lazily from the log; [cas.Repo]
 //     drops it whenever the ref is created, deleted, replaced or imported.
-//     It is used only if it names the thread and a node of the depth it
-//     claims.
+//     It is used only if its checksum holds, it names the thread, and its
+//     node is on the thread's chain at the depth it claims. What no node
+//     records (whether the thread was forked, and from which thread) rests
+//     on the checksum: damage is caught, a deliberate forgery that
+//     recomputes it is not (one who can write the cache can as well
+//     rewrite the ref log next to it).
 
 // chainEntry is a "chain/<node>" entry.
 type chainEntry struct {
@@ -231,8 +238,12 @@ func (e *Engine) cachedOrigin(ctx context.Context, id string, head *Node) (Origi
 	if err != nil || !ok {
 		return Origin{}, false
 	}
+	sum, body, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || string(sum) != checksum(body) {
+		return Origin{}, false
+	}
 	var oe originEntry
-	if json.Unmarshal(data, &oe) != nil || oe.V != 1 || oe.Ref != refName(id) || oe.Node.IsZero() ||
+	if json.Unmarshal(body, &oe) != nil || oe.V != 1 || oe.Ref != refName(id) || oe.Node.IsZero() ||
 		oe.Depth < 0 || oe.Depth > head.Depth() || (!oe.Forked && oe.ForkThread != "") {
 		return Origin{}, false
 	}
@@ -256,11 +267,20 @@ func (e *Engine) cachedOrigin(ctx context.Context, id string, head *Node) (Origi
 
 // storeOrigin caches thread id's origin.
 func (e *Engine) storeOrigin(ctx context.Context, id string, o Origin) {
-	data, err := json.Marshal(originEntry{V: 1, Ref: refName(id), Node: o.Node, Depth: o.Depth, Forked: o.Forked, ForkThread: o.ForkThread})
+	body, err := json.Marshal(originEntry{V: 1, Ref: refName(id), Node: o.Node, Depth: o.Depth, Forked: o.Forked, ForkThread: o.ForkThread})
 	if err == nil {
+		data := append([]byte(checksum(body)+"\n"), body...)
 		err = e.repo.Derived().PutDerived(ctx, cas.RefDerivedKey(refName(id)), data)
 	}
 	if err != nil {
 		e.log.Debug("step cache: write origin", "thread", id, "err", err)
 	}
+}
+
+// checksum is the hex SHA-256 that heads a ref entry: damage to what no
+// node can confirm (whether the thread was forked, and from which thread)
+// shows as a mismatch.
+func checksum(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
 }

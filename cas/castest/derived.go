@@ -18,18 +18,19 @@ func RunDerived(t *testing.T, newCache func(t *testing.T) cas.Derived) {
 		if _, ok, err := d.GetDerived(ctx, "chain/x"); ok || err != nil {
 			t.Fatalf("GetDerived of an empty cache = ok %v, %v; want no entry", ok, err)
 		}
-		for _, v := range [][]byte{[]byte(`{"a":1}`), {}, []byte("second\nline\x00")} {
+		for _, v := range [][]byte{[]byte(`{"a":1}`), {}, nil, []byte("second\nline\x00")} {
 			if err := d.PutDerived(ctx, "chain/x", v); err != nil {
 				t.Fatal(err)
 			}
 			got, ok, err := d.GetDerived(ctx, "chain/x")
-			if err != nil || !ok || !bytes.Equal(got, v) {
+			if err != nil || !ok || !bytes.Equal(got, v) || got == nil {
 				t.Fatalf("GetDerived after PutDerived(%q) = %q, %v, %v", v, got, ok, err)
 			}
 		}
 		if err := d.PutDerived(ctx, "ref/threads/ABC", []byte("r")); err != nil {
 			t.Fatal(err)
 		}
+		// An entry is its bytes (an empty one too: never nil once found).
 		// Keys differing in case are distinct entries.
 		if _, ok, err := d.GetDerived(ctx, "ref/threads/abc"); ok || err != nil {
 			t.Fatalf("GetDerived of a key differing in case = ok %v, %v; want no entry", ok, err)

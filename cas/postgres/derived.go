@@ -54,6 +54,9 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 	if err := cas.ValidateDerivedKey(key); err != nil {
 		return err
 	}
+	if data == nil {
+		data = []byte{} // not NULL
+	}
 	_, err := s.pool.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.derived (key, data) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data`), key, data)
 	if err != nil && !noTable(err) {

@@ -1,0 +1,196 @@
+package thread_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/thread"
+)
+
+// deepFixture is a disk store (durability none) holding one thread of the
+// ping workflow (with maxSteps 50) at depth n, as an older build would have
+// left it: its nodes stored straight (no validation), its ref log n+1
+// entries long (imported in one go), no derived-cache entry.
+func deepFixture(b *testing.B, dir string, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	repo, err := cas.Open(ctx, st, st.Refs(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wf, err := registry.Parse("ping.yaml", []byte(strings.Replace(pingWorkflow, "maxSteps: 4", "maxSteps: 50", 1)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := registry.New(repo).Put(ctx, wf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	put := func(typ cas.Hash, payload any) cas.Hash {
+		h, err := repo.Put(ctx, typ, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h
+	}
+	stored, err := registry.New(repo).LoadStored(ctx, res.Hash)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := put(stored.Schemas["worker"], map[string]any{"status": "s1"})
+	raw := put(cas.ContentSchema, "---\nstatus: s1\n---\n")
+	det := put(cas.DetailSchema, (&thread.Detail{Prompt: put(cas.ContentSchema, "prompt"), Raw: raw, EdgePrompt: "Again.", DurationMs: 5}).Payload())
+	start := put(cas.StartSchema, (&thread.Start{Workflow: res.Hash, Prompt: "deep", Cwd: "/tmp"}).Payload())
+	hs := make([]cas.Hash, n+1)
+	hs[0] = start
+	log := []cas.LogEntry{{New: start, Time: 1, Message: "start"}}
+	var data [][]byte
+	for d := 1; d <= n; d++ {
+		c := thread.Chain{Start: start, Depth: d}
+		if d > 1 {
+			c.Prev = hs[d-1]
+		}
+		for k := 1; k <= thread.MaxSkip && d-(1<<k) >= 1; k++ {
+			c.Skip = append(c.Skip, hs[d-(1<<k)])
+		}
+		s := &thread.Step{Chain: c, Role: "worker", Output: out, Detail: det, Agent: "synth", StartedAt: int64(d), CompletedAt: int64(d) + 1}
+		enc, err := cas.Node{Type: cas.StepSchema, Payload: s.Payload()}.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs[d] = cas.Sum(enc)
+		data = append(data, enc)
+		log = append(log, cas.LogEntry{Old: hs[d-1], New: hs[d], Time: int64(d) + 1, Message: "step worker"})
+		if len(data) == 4096 || d == n {
+			putAll(b, st, data)
+			data = data[:0]
+		}
+	}
+	id := ulid.MustNew(1, nil).String()
+	if err := st.Refs().ImportLog(ctx, thread.ThreadPrefix+id, log); err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// BenchmarkStepDepth times, side by side in one run, `thread show` and one
+// `thread step` (the instant synth agent) on a thread 100 deep and one
+// 100,000 deep (each with a ref log as long) on the disk store
+// (durability none: the flushes, the same at any depth, would hide the
+// rest), each operation on a new engine over the open store (cold
+// in-process caches, as one CLI run). The operations alternate between the
+// depths, each depth first every other time. It reports the median ms per
+// operation and the ratios of the medians, deep/shallow; the target is at
+// most 1.1. Before timing, one untimed show and resume per
+// thread fill the derived cache (lazily: the store is as an older build
+// left it); a step that meets the step limit (maxSteps 50) is followed by
+// an untimed resume, one that ends the thread (synth routes to $END at
+// every 20th run) by an untimed fork from the step before, which the
+// following steps go on in. The 100,000-deep thread is gated behind
+// UWF_BENCH_BIG=1 (UWF_BENCH_DEPTH sets another depth).
+func BenchmarkStepDepth(b *testing.B) {
+	deep := 100_000
+	if s := os.Getenv("UWF_BENCH_DEPTH"); s != "" {
+		var err error
+		if deep, err = strconv.Atoi(s); err != nil || deep < 200 {
+			b.Fatalf("UWF_BENCH_DEPTH=%q: want a number of at least 200", s)
+		}
+	} else {
+		bigBench(b)
+	}
+	ctx := b.Context()
+	root := b.TempDir()
+	depths := []int{100, deep}
+	type side struct {
+		repo       *cas.Repo
+		id         string
+		show, step []time.Duration // per operation
+	}
+	var sides []*side
+	for _, n := range depths {
+		dir := filepath.Join(root, fmt.Sprintf("depth-%d", n))
+		t0 := time.Now()
+		id := deepFixture(b, dir, n)
+		st, err := disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		repo, err := cas.Open(ctx, st, st.Refs(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		e := thread.New(repo, nil)
+		if _, err := e.Show(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.Resume(ctx, id, "go on"); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("depth %d: built in %s, cache filled in %s", n, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+		sides = append(sides, &side{repo: repo, id: id})
+	}
+	opts := &thread.RunOptions{Agent: "synth"}
+	i := 0
+	for b.Loop() {
+		// Alternate which depth goes first.
+		order := []*side{sides[i%2], sides[1-i%2]}
+		i++
+		for _, s := range order {
+			t0 := time.Now()
+			if _, err := thread.New(s.repo, nil).Show(ctx, s.id); err != nil {
+				b.Fatal(err)
+			}
+			s.show = append(s.show, time.Since(t0))
+		}
+		for _, s := range order {
+			t0 := time.Now()
+			r, err := thread.New(s.repo, nil).Step(ctx, s.id, opts)
+			s.step = append(s.step, time.Since(t0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			switch r.Kind {
+			case thread.EventLimit:
+				if _, err := thread.New(s.repo, nil).Resume(ctx, s.id, "go on"); err != nil {
+					b.Fatal(err)
+				}
+			case thread.EventDone:
+				// Go on in a fork from the last step.
+				if s.id, _, err = thread.New(s.repo, nil).ForkAt(ctx, s.id, r.Depth-1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	median := func(ds []time.Duration) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Nanoseconds()) / 1e6
+	}
+	for i, s := range sides {
+		b.ReportMetric(median(s.show), fmt.Sprintf("show-%d-ms", depths[i]))
+		b.ReportMetric(median(s.step), fmt.Sprintf("step-%d-ms", depths[i]))
+	}
+	b.ReportMetric(median(sides[1].show)/median(sides[0].show), "show-ratio")
+	b.ReportMetric(median(sides[1].step)/median(sides[0].step), "step-ratio")
+	b.ReportMetric(0, "ns/op")
+}

@@ -1,6 +1,9 @@
 package disk_test
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,5 +83,73 @@ func TestDerivedFolder(t *testing.T) {
 	// A store folder holding cache/ is still one Create may complete.
 	if _, err := disk.OpenOrCreate(dir, nil); err != nil {
 		t.Errorf("OpenOrCreate of a store with cache/: %v", err)
+	}
+}
+
+// TestDerivedIgnored: GC and fsck leave cache/ alone and are not confused
+// by it (an entry keyed by a collected node stays, harmless), and export
+// and import do not carry it.
+func TestDerivedIgnored(t *testing.T) {
+	ctx := t.Context()
+	open := func(dir string) (*disk.Store, *cas.Repo) {
+		st, err := disk.OpenOrCreate(dir, &disk.Options{Durability: disk.DurabilityNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		r, err := cas.Open(ctx, st, st.Refs(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, r
+	}
+	src := t.TempDir()
+	st, r := open(src)
+	kept, err := r.Put(ctx, cas.ContentSchema, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := r.Put(ctx, cas.ContentSchema, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refs().CompareAndSwap(ctx, "things/kept", 0, kept, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []cas.Hash{kept, gone} {
+		if err := st.PutDerived(ctx, "chain/"+h.String(), []byte(h.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := r.GC(ctx, &cas.GCOptions{Grace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Deleted != 1 {
+		t.Errorf("GC deleted %d objects, want 1 (the unreferenced one): %+v", stats.Deleted, stats)
+	}
+	if ok, _ := st.Has(ctx, kept); !ok {
+		t.Error("GC deleted the referenced object")
+	}
+	for _, h := range []cas.Hash{kept, gone} {
+		if v, ok, err := st.GetDerived(ctx, "chain/"+h.String()); !ok || err != nil || string(v) != h.String() {
+			t.Errorf("after GC the entry of %s = %q, %v, %v", h, v, ok, err)
+		}
+	}
+	rep, err := r.Fsck(ctx, nil)
+	if err != nil || !rep.OK() {
+		t.Errorf("fsck with a cache folder: %v, %+v", err, rep)
+	}
+	var tar bytes.Buffer
+	if _, err := cas.Export(ctx, r, &tar, nil); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	_, r2 := open(dst)
+	if _, err := cas.Import(ctx, r2, &tar, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "cache")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("import made cache/ (%v): the cache was carried", err)
 	}
 }

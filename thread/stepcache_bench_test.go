@@ -22,7 +22,8 @@ import (
 // deepFixture is a disk store (durability none) holding one thread of the
 // ping workflow (with maxSteps 50) at depth n, as an older build would have
 // left it: its nodes stored straight (no validation), its ref log n+1
-// entries long (imported in one go), no derived-cache entry.
+// entries long (imported in one go), no derived-cache entry, and every
+// shard folder made.
 func deepFixture(b *testing.B, dir string, n int) string {
 	b.Helper()
 	ctx := context.Background()
@@ -31,6 +32,21 @@ func deepFixture(b *testing.B, dir string, n int) string {
 		b.Fatal(err)
 	}
 	defer st.Close()
+	// Every shard folder up front, as a store in use has them: a young
+	// store's puts would otherwise make folders the old one's do not.
+	const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	for _, x := range crockford {
+		for _, y := range crockford {
+			if err := os.MkdirAll(filepath.Join(dir, "objects", string(x)+string(y)), 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for i := range 256 {
+		if err := os.MkdirAll(filepath.Join(dir, "cache", fmt.Sprintf("%02x", i)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	repo, err := cas.Open(ctx, st, st.Refs(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -96,14 +112,14 @@ func deepFixture(b *testing.B, dir string, n int) string {
 // (durability none: the flushes, the same at any depth, would hide the
 // rest), each operation on a new engine over the open store (cold
 // in-process caches, as one CLI run). The operations alternate between the
-// depths, each depth first every other time. It reports the median ms per
-// operation and the ratios of the medians, deep/shallow; the target is at
-// most 1.1. Before timing, one untimed show and resume per
+// depths, each depth first every other time. It reports the median wall
+// time per operation and the ratios of the medians, deep/shallow, for wall
+// time and for the process's CPU time (steadier on a shared machine); the
+// target is at most 1.1. Before timing, one untimed show and resume per
 // thread fill the derived cache (lazily: the store is as an older build
 // left it); a step that meets the step limit (maxSteps 50) is followed by
 // an untimed resume, one that ends the thread (synth routes to $END at
-// every 20th run) by an untimed fork from the step before, which the
-// following steps go on in. The 100,000-deep thread is gated behind
+// every 20th run) by an untimed move of the thread's ref 20 nodes back. The 100,000-deep thread is gated behind
 // UWF_BENCH_BIG=1 (UWF_BENCH_DEPTH sets another depth).
 func BenchmarkStepDepth(b *testing.B) {
 	deep := 100_000
@@ -119,9 +135,10 @@ func BenchmarkStepDepth(b *testing.B) {
 	root := b.TempDir()
 	depths := []int{100, deep}
 	type side struct {
-		repo       *cas.Repo
-		id         string
-		show, step []time.Duration // per operation
+		repo             *cas.Repo
+		id               string
+		show, step       []time.Duration // per operation, wall time
+		showCPU, stepCPU []time.Duration // per operation, the process's CPU time
 	}
 	var sides []*side
 	for _, n := range depths {
@@ -155,16 +172,18 @@ func BenchmarkStepDepth(b *testing.B) {
 		order := []*side{sides[i%2], sides[1-i%2]}
 		i++
 		for _, s := range order {
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuTime()
 			if _, err := thread.New(s.repo, nil).Show(ctx, s.id); err != nil {
 				b.Fatal(err)
 			}
 			s.show = append(s.show, time.Since(t0))
+			s.showCPU = append(s.showCPU, cpuTime()-c0)
 		}
 		for _, s := range order {
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuTime()
 			r, err := thread.New(s.repo, nil).Step(ctx, s.id, opts)
 			s.step = append(s.step, time.Since(t0))
+			s.stepCPU = append(s.stepCPU, cpuTime()-c0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -174,8 +193,13 @@ func BenchmarkStepDepth(b *testing.B) {
 					b.Fatal(err)
 				}
 			case thread.EventDone:
-				// Go on in a fork from the last step.
-				if s.id, _, err = thread.New(s.repo, nil).ForkAt(ctx, s.id, r.Depth-1); err != nil {
+				// Move the thread back 20 nodes (as uwf cas ref set
+				// would), so synth's run count is 20 lower.
+				back, err := thread.New(s.repo, nil).Ancestor(ctx, r.Head, r.Depth-20)
+				if err == nil {
+					err = s.repo.Refs().CompareAndSwap(ctx, thread.ThreadPrefix+s.id, r.Head, back.Hash, "back 20")
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -192,5 +216,7 @@ func BenchmarkStepDepth(b *testing.B) {
 	}
 	b.ReportMetric(median(sides[1].show)/median(sides[0].show), "show-ratio")
 	b.ReportMetric(median(sides[1].step)/median(sides[0].step), "step-ratio")
+	b.ReportMetric(median(sides[1].showCPU)/median(sides[0].showCPU), "show-cpu-ratio")
+	b.ReportMetric(median(sides[1].stepCPU)/median(sides[0].stepCPU), "step-cpu-ratio")
 	b.ReportMetric(0, "ns/op")
 }

@@ -56,30 +56,53 @@ func startEntry(start cas.Hash) *chainEntry {
 	return &chainEntry{V: chainEntryVersion, Node: start, Roles: map[string]int{}}
 }
 
-// from returns the node a chain node follows: its prev, or its start.
-func from(n *Node) cas.Hash {
+// link is what deriving a chain node's entry needs of the node.
+type link struct {
+	hash, from cas.Hash // the node, and the node it follows: its prev, or its start
+	first      bool     // it has no prev: it follows the start
+	depth      int
+	step       bool
+	role       string // a step's
+	resumed    bool   // a resumed mark
+}
+
+func linkOf(n *Node) link {
 	c := n.Chain()
-	if c.Prev.IsZero() {
-		return c.Start
+	l := link{hash: n.Hash, from: c.Prev, depth: c.Depth, first: c.Prev.IsZero()}
+	if l.first {
+		l.from = c.Start
 	}
-	return c.Prev
+	switch {
+	case n.Step != nil:
+		l.step, l.role = true, n.Step.Role
+	case n.Mark != nil:
+		l.resumed = n.Mark.Mark == MarkResumed
+	}
+	return l
 }
 
 // derive returns the entry of chain node n from p, the entry of the node
 // it follows.
-func derive(p *chainEntry, n *Node) *chainEntry {
-	e := &chainEntry{V: chainEntryVersion, Node: n.Hash, From: p.Node, Depth: n.Depth(), Steps: p.Steps,
+func derive(p *chainEntry, n link) *chainEntry {
+	e := &chainEntry{V: chainEntryVersion, Node: n.hash, From: p.Node, Depth: n.depth, Steps: p.Steps,
 		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume}
 	switch {
-	case n.Step != nil:
+	case n.step:
 		e.Steps++
-		e.Roles[n.Step.Role]++
+		e.Roles[n.role]++
 		e.SinceResume++
-	case n.Mark != nil && n.Mark.Mark == MarkResumed:
+	case n.resumed:
 		e.ResumeDepth, e.SinceResume = e.Depth, 0
 	}
 	return e
 }
+
+// checkpointEntry reports whether a recomputed entry at depth is stored:
+// those at depths 0 and 1 modulo 1024 (a pair that can be checked against
+// each other), besides the node asked for and its predecessor. A thread
+// an older build wrote is thus filled with two entries per 1,024 nodes,
+// and a lost entry is recomputed from at most 1,024 nodes back.
+func checkpointEntry(depth int) bool { return depth%checkpointEvery <= 1 }
 
 func (a *chainEntry) equal(b *chainEntry) bool {
 	return a.V == b.V && a.Node == b.Node && a.From == b.From && a.Depth == b.Depth && a.Steps == b.Steps &&
@@ -126,19 +149,18 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 		return ce, nil
 	}
 	// Walk back until a node whose entry derives from its predecessor's.
-	var todo []*Node // newest first, their entries to recompute
+	var todo []link // newest first, their entries to recompute
 	var base *chainEntry
-	cur := n
-	own := e.loadEntry(ctx, cur.Hash, cur.Depth())
+	cur := linkOf(n)
+	own := e.loadEntry(ctx, cur.hash, cur.depth)
 	for base == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f := from(cur)
-		if cur.Chain().Prev.IsZero() {
+		if cur.first {
 			// Its predecessor is the start.
-			p := startEntry(f)
-			if own != nil && own.From == f && derive(p, cur).equal(own) {
+			p := startEntry(cur.from)
+			if own != nil && own.From == cur.from && derive(p, cur).equal(own) {
 				base = own
 			} else {
 				todo = append(todo, cur)
@@ -146,13 +168,13 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 			}
 			break
 		}
-		pe := e.loadEntry(ctx, f, cur.Depth()-1)
-		if own != nil && pe != nil && own.From == f && derive(pe, cur).equal(own) {
+		pe := e.loadEntry(ctx, cur.from, cur.depth-1)
+		if own != nil && pe != nil && own.From == cur.from && derive(pe, cur).equal(own) {
 			base = own
 			break
 		}
 		todo = append(todo, cur)
-		prev, err := e.node(ctx, f, len(todo) < 16)
+		prev, err := e.node(ctx, cur.from, len(todo) < 16)
 		if err != nil {
 			return nil, err
 		}
@@ -160,11 +182,13 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 			base = startEntry(prev.Hash)
 			break
 		}
-		cur, own = prev, pe
+		cur, own = linkOf(prev), pe
 	}
-	for _, t := range slices.Backward(todo) {
+	for i, t := range slices.Backward(todo) {
 		base = derive(base, t)
-		e.storeEntry(ctx, base)
+		if i < 2 || checkpointEntry(t.depth) {
+			e.storeEntry(ctx, base)
+		}
 	}
 	e.memo(base)
 	return base, nil
@@ -201,7 +225,7 @@ func (e *Engine) memo(ce *chainEntry) {
 // whose entry is he (nil: none known, nothing stored).
 func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node) {
 	if he != nil {
-		ne := derive(he, next)
+		ne := derive(he, linkOf(next))
 		e.storeEntry(ctx, ne)
 		e.memo(ne)
 	}

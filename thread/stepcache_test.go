@@ -474,3 +474,43 @@ func TestStepCacheDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestStepCacheCheckpoints: filling the cache for a thread an older build
+// wrote stores two entries per 1,024 nodes (and the head's), not one per
+// node; once the newest entries are lost, a step recomputes them from at
+// most 1,024 nodes back.
+func TestStepCacheCheckpoints(t *testing.T) {
+	const depth = 3000
+	te := newTEnv(t)
+	mem := te.st.(*cas.MemStore)
+	wf := te.putWorkflow(loopWith(50))
+	id, hs := te.deepThread(wf, depth)
+	if _, err := te.engine().Resume(te.ctx, id, "go on"); err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, h := range hs[1:] {
+		if _, ok, _ := mem.GetDerived(te.ctx, "chain/"+h.String()); ok {
+			stored++
+		}
+	}
+	t.Logf("the first fill stored %d chain entries for %d nodes", stored, depth)
+	if want := 2 + 2*depth/1024; stored > want+1 {
+		t.Errorf("the first fill stored %d chain entries of %d nodes, want about %d", stored, depth, want)
+	}
+	for _, h := range hs[depth-10:] {
+		if err := mem.DropDerived(te.ctx, "chain/"+h.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := te.cnt.gets.Load()
+	r, err := te.engine().Step(te.ctx, id, &thread.RunOptions{Agent: "synth", Quota: 1})
+	if err != nil || r.Kind != thread.EventStep {
+		t.Fatalf("step = %+v, %v", r, err)
+	}
+	reads := te.cnt.gets.Load() - before
+	t.Logf("with the newest 10 entries lost, the step read %d nodes", reads)
+	if reads > 1024+40 || reads < 10 {
+		t.Errorf("the step read %d nodes with the newest entries lost, want 10 to 1,024 + 40", reads)
+	}
+}

@@ -21,12 +21,9 @@ import (
 
 // deepFixture is a disk store (durability none) holding one thread of the
 // ping workflow (with maxSteps 50) at depth n, as an older build would have
-// left it: its nodes stored straight (no validation), its ref log n+1
-// entries long (imported in one go), no derived-cache entry, and every
-// shard folder made.
+// left it (see deepThreadIn), and every shard folder made.
 func deepFixture(b *testing.B, dir string, n int) string {
 	b.Helper()
-	ctx := context.Background()
 	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
 	if err != nil {
 		b.Fatal(err)
@@ -47,7 +44,17 @@ func deepFixture(b *testing.B, dir string, n int) string {
 			b.Fatal(err)
 		}
 	}
-	repo, err := cas.Open(ctx, st, st.Refs(), nil)
+	return deepThreadIn(b, st, st.Refs(), n)
+}
+
+// deepThreadIn stores one thread of the ping workflow (with maxSteps 50)
+// at depth n in st, as an older build would have left it: its nodes stored
+// straight (no validation), its ref log n+1 entries long (imported in one
+// go), no derived-cache entry.
+func deepThreadIn(b *testing.B, st cas.Store, refs cas.Refs, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	repo, err := cas.Open(ctx, st, refs, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,12 +102,14 @@ func deepFixture(b *testing.B, dir string, n int) string {
 		data = append(data, enc)
 		log = append(log, cas.LogEntry{Old: hs[d-1], New: hs[d], Time: int64(d) + 1, Message: "step worker"})
 		if len(data) == 4096 || d == n {
-			putAll(b, st, data)
+			if _, err := cas.PutBatch(ctx, st, data); err != nil {
+				b.Fatal(err)
+			}
 			data = data[:0]
 		}
 	}
 	id := ulid.MustNew(1, nil).String()
-	if err := st.Refs().ImportLog(ctx, thread.ThreadPrefix+id, log); err != nil {
+	if err := refs.ImportLog(ctx, thread.ThreadPrefix+id, log); err != nil {
 		b.Fatal(err)
 	}
 	return id
@@ -108,9 +117,10 @@ func deepFixture(b *testing.B, dir string, n int) string {
 
 // BenchmarkStepDepth times, side by side in one run, `thread show` and one
 // `thread step` (the instant synth agent) on a thread 100 deep and one
-// 100,000 deep (each with a ref log as long) on the disk store
+// 100,000 deep (each with a ref log as long), on the disk store
 // (durability none: the flushes, the same at any depth, would hide the
-// rest), each operation on a new engine over the open store (cold
+// rest) and on the memory store (no filesystem: what the engine itself
+// reads and computes), each operation on a new engine over the open store (cold
 // in-process caches, as one CLI run). The operations alternate between the
 // depths, each depth first every other time. It reports the median wall
 // time per operation and the ratios of the medians, deep/shallow, for wall
@@ -119,8 +129,9 @@ func deepFixture(b *testing.B, dir string, n int) string {
 // thread fill the derived cache (lazily: the store is as an older build
 // left it); a step that meets the step limit (maxSteps 50) is followed by
 // an untimed resume, one that ends the thread (synth routes to $END at
-// every 20th run) by an untimed move of the thread's ref 20 nodes back. The 100,000-deep thread is gated behind
-// UWF_BENCH_BIG=1 (UWF_BENCH_DEPTH sets another depth).
+// every 20th run) by an untimed move of the thread's ref 20 nodes back.
+// The 100,000-deep thread is gated behind UWF_BENCH_BIG=1
+// (UWF_BENCH_DEPTH sets another depth).
 func BenchmarkStepDepth(b *testing.B) {
 	deep := 100_000
 	if s := os.Getenv("UWF_BENCH_DEPTH"); s != "" {
@@ -131,9 +142,14 @@ func BenchmarkStepDepth(b *testing.B) {
 	} else {
 		bigBench(b)
 	}
+	for _, backend := range []string{"disk", "memory"} {
+		b.Run(backend, func(b *testing.B) { benchStepDepth(b, backend, []int{100, deep}) })
+	}
+}
+
+func benchStepDepth(b *testing.B, backend string, depths []int) {
 	ctx := b.Context()
 	root := b.TempDir()
-	depths := []int{100, deep}
 	type side struct {
 		repo             *cas.Repo
 		id               string
@@ -142,15 +158,25 @@ func BenchmarkStepDepth(b *testing.B) {
 	}
 	var sides []*side
 	for _, n := range depths {
-		dir := filepath.Join(root, fmt.Sprintf("depth-%d", n))
 		t0 := time.Now()
-		id := deepFixture(b, dir, n)
-		st, err := disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone})
-		if err != nil {
-			b.Fatal(err)
+		var st cas.Store
+		var refs cas.Refs
+		var id string
+		if backend == "disk" {
+			dir := filepath.Join(root, fmt.Sprintf("depth-%d", n))
+			id = deepFixture(b, dir, n)
+			ds, err := disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ds.Close() })
+			st, refs = ds, ds.Refs()
+		} else {
+			ms := cas.NewMemStore(nil)
+			st, refs = ms, ms.Refs()
+			id = deepThreadIn(b, st, refs, n)
 		}
-		b.Cleanup(func() { st.Close() })
-		repo, err := cas.Open(ctx, st, st.Refs(), nil)
+		repo, err := cas.Open(ctx, st, refs, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -162,7 +188,7 @@ func BenchmarkStepDepth(b *testing.B) {
 		if _, err := e.Resume(ctx, id, "go on"); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("depth %d: built in %s, cache filled in %s", n, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+		b.Logf("%s, depth %d: built in %s, cache filled in %s", backend, n, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
 		sides = append(sides, &side{repo: repo, id: id})
 	}
 	opts := &thread.RunOptions{Agent: "synth"}

@@ -39,6 +39,8 @@ type MemStore struct {
 
 	lock rwlock.RW   // the store-wide lock
 	gc   atomic.Bool // the GC lock
+
+	derived *memDerived // its Derived cache, unbounded
 }
 
 // memObject is one stored object. data is never modified in place: it is
@@ -51,6 +53,7 @@ type memObject struct {
 var (
 	_ Store       = (*MemStore)(nil)
 	_ BatchPutter = (*MemStore)(nil)
+	_ Derived     = (*MemStore)(nil)
 	_ Refs        = (*MemRefs)(nil)
 )
 
@@ -60,7 +63,7 @@ func NewMemStore(opts *MemOptions) *MemStore {
 	if opts != nil && opts.Now != nil {
 		now = opts.Now
 	}
-	s := &MemStore{now: now, sum: Sum, objs: make(map[Hash]*memObject)}
+	s := &MemStore{now: now, sum: Sum, objs: make(map[Hash]*memObject), derived: newMemDerived(0)}
 	s.refs = newMemRefs(now)
 	return s
 }
@@ -662,4 +665,19 @@ func (r *MemRefs) ImportLog(ctx context.Context, name string, entries []LogEntry
 	}
 	r.logs[name] = log
 	return nil
+}
+
+// GetDerived returns the [Derived] entry at key.
+func (s *MemStore) GetDerived(ctx context.Context, key string) ([]byte, bool, error) {
+	return s.derived.GetDerived(ctx, key)
+}
+
+// PutDerived sets the [Derived] entry at key.
+func (s *MemStore) PutDerived(ctx context.Context, key string, data []byte) error {
+	return s.derived.PutDerived(ctx, key, data)
+}
+
+// DropDerived removes the [Derived] entry at key.
+func (s *MemStore) DropDerived(ctx context.Context, key string) error {
+	return s.derived.DropDerived(ctx, key)
 }

@@ -43,6 +43,7 @@ type Repo struct {
 
 	mu      sync.Mutex
 	schemas map[Hash]*Schema
+	derived *memDerived // for a store that keeps no Derived cache
 
 	// version is the format version RequireVersion last found or made
 	// (0 before its first call).
@@ -645,18 +646,30 @@ func (rr *repoRefs) CompareAndSwap(ctx context.Context, name string, old, new Ha
 	if err := rr.r.requireKind(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
-	return rr.touched(ctx, name, false, old, new, message, func() error {
+	err := rr.touched(ctx, name, false, old, new, message, func() error {
 		return rr.Refs.CompareAndSwap(ctx, name, old, new, message)
 	})
+	if err == nil && (old.IsZero() || new.IsZero()) {
+		rr.r.dropRefDerived(ctx, name)
+	}
+	return err
 }
 
 func (rr *repoRefs) Replace(ctx context.Context, name string, new Hash, message string) error {
 	if err := rr.r.requireKind(ctx, new); err != nil {
 		return fmt.Errorf("move ref %s to %s: %w", name, new, err)
 	}
+	defer rr.r.dropRefDerived(ctx, name)
 	return rr.touched(ctx, name, true, 0, new, message, func() error {
 		return rr.Refs.Replace(ctx, name, new, message)
 	})
+}
+
+// ImportLog imports log entries, then drops the ref's [Derived] entry:
+// the import may have created the ref or added to its history.
+func (rr *repoRefs) ImportLog(ctx context.Context, name string, entries []LogEntry) error {
+	defer rr.r.dropRefDerived(ctx, name)
+	return rr.Refs.ImportLog(ctx, name, entries)
 }
 
 // touched runs move, a change of ref name to new, after refreshing new

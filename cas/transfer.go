@@ -840,7 +840,7 @@ func (r *Repo) importRef(ctx context.Context, rep *ImportReport, o *ImportOption
 	case isRef:
 		rep.Conflicts = append(rep.Conflicts, RefConflict{Name: name, Current: cur, Imported: want})
 	case absent:
-		err := r.raw.ImportLog(ctx, name, entries)
+		err := r.refs.ImportLog(ctx, name, entries)
 		if clash(err) {
 			return nil
 		}
@@ -868,7 +868,7 @@ func (r *Repo) createImported(ctx context.Context, name string, want Hash, entri
 		unlock()
 		return err
 	}
-	err = r.raw.ImportLog(ctx, name, entries)
+	err = r.refs.ImportLog(ctx, name, entries)
 	unlock()
 	if err != nil {
 		return err

@@ -31,6 +31,17 @@
 // renders a thread as markdown. A node a view needs that is absent,
 // damaged or of the wrong kind is an error naming it.
 //
+// # The step cache
+//
+// What a step and [Engine.Show] need of the rest of a thread (the steps on
+// the chain, per role and since the last resume; the fork point) is kept
+// in the store's droppable derived cache ([cas.Derived]), filled as steps
+// and marks are committed and lazily for threads an older build wrote, and
+// checked against the nodes whenever it is read: a missing, stale, torn,
+// foreign or poisoned entry is recomputed. So a step and a show read a
+// bounded number of nodes and no ref log, at any depth
+// (docs/ARCHITECTURE.md, "The step cache").
+//
 // # Secrets
 //
 // Everything recorded from an agent (raw output, stderr, failed attempts,

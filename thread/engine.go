@@ -76,6 +76,7 @@ type Engine struct {
 
 	mu        sync.Mutex
 	cache     map[cas.Hash]*Node
+	entries   map[cas.Hash]*chainEntry // step-cache entries this engine derived or checked
 	cacheSize int
 
 	// workflows caches loaded workflows by hash (immutable, like nodes):
@@ -88,7 +89,7 @@ type Engine struct {
 // New returns an engine over repo.
 func New(repo *cas.Repo, opts *Options) *Engine {
 	e := &Engine{repo: repo, refs: repo.Refs(), reg: registry.New(repo), now: time.Now, newID: ulid.Make,
-		cacheSize: 4096, cache: map[cas.Hash]*Node{}}
+		cacheSize: 4096, cache: map[cas.Hash]*Node{}, entries: map[cas.Hash]*chainEntry{}}
 	if opts != nil {
 		if opts.Now != nil {
 			e.now = opts.Now
@@ -209,6 +210,7 @@ func (e *Engine) Start(ctx context.Context, workflow cas.Hash, prompt, cwd strin
 	if err := e.refs.CompareAndSwap(ctx, refName(id), 0, head, "start"); err != nil {
 		return "", 0, fmt.Errorf("start: %w", err)
 	}
+	e.storeOrigin(ctx, id, Origin{Node: head})
 	return id, head, nil
 }
 
@@ -253,6 +255,9 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 	h, err := e.repo.Put(ctx, cas.MarkSchema, m.Payload())
 	if err != nil {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
+	}
+	if he, err := e.entry(ctx, head); err == nil {
+		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m})
 	}
 	if err := e.Commit(ctx, id, h, "mark "+kind); err != nil {
 		return 0, err
@@ -308,7 +313,8 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 // Nothing is copied. The new thread's log says where it came from:
 // "fork from <thread>@<hash>" (or "fork from <hash>" when thread is "").
 func (e *Engine) Fork(ctx context.Context, from cas.Hash, thread string) (string, error) {
-	if _, err := e.Node(ctx, from); err != nil {
+	fn, err := e.Node(ctx, from)
+	if err != nil {
 		return "", fmt.Errorf("fork from %s: %w", from, err)
 	}
 	id := e.newID().String()
@@ -319,6 +325,9 @@ func (e *Engine) Fork(ctx context.Context, from cas.Hash, thread string) (string
 	if err := e.refs.CompareAndSwap(ctx, refName(id), 0, from, msg); err != nil {
 		return "", fmt.Errorf("fork: %w", err)
 	}
+	o := originFromEntry(cas.LogEntry{New: from, Message: msg})
+	o.Depth = fn.Depth()
+	e.storeOrigin(ctx, id, o)
 	return id, nil
 }
 
@@ -406,9 +415,15 @@ type Origin struct {
 	Forked     bool
 }
 
-// origin reads the thread's creation entry: the last log entry with a zero
-// old value (PruneLog keeps it).
-func (e *Engine) origin(ctx context.Context, id string) (Origin, error) {
+// origin returns where the thread's current incarnation began: its
+// creation entry, the last log entry with a zero old value (PruneLog keeps
+// it). It comes from the step cache when the entry there holds (see
+// cachedOrigin: head is the thread's head), else from the whole log (then
+// cached).
+func (e *Engine) origin(ctx context.Context, id string, head *Node) (Origin, error) {
+	if o, ok := e.cachedOrigin(ctx, id, head); ok {
+		return o, nil
+	}
 	entries, err := e.refs.Log(ctx, refName(id))
 	if err != nil {
 		return Origin{}, fmt.Errorf("thread %s: %w", id, err)
@@ -417,18 +432,13 @@ func (e *Engine) origin(ctx context.Context, id string) (Origin, error) {
 		if !le.Old.IsZero() || le.New.IsZero() {
 			continue
 		}
-		o := Origin{Node: le.New}
-		if rest, ok := strings.CutPrefix(le.Message, "fork from "); ok {
-			o.Forked = true
-			if t, _, ok := strings.Cut(rest, "@"); ok {
-				o.ForkThread = t
-			}
-		}
+		o := originFromEntry(le)
 		n, err := e.Node(ctx, le.New)
 		if err != nil {
 			return Origin{}, err
 		}
 		o.Depth = n.Depth()
+		e.storeOrigin(ctx, id, o)
 		return o, nil
 	}
 	return Origin{}, fmt.Errorf("thread %s: %w: its log has no creation entry", id, cas.ErrNotFound)
@@ -469,7 +479,11 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info.Origin, err = e.origin(ctx, id); err != nil {
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
 		return nil, err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)

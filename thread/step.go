@@ -210,39 +210,37 @@ func (e *Engine) locate(ctx context.Context, head *Node) (*position, error) {
 }
 
 // counts returns how many steps the chain ending at head has, and how many
-// of them role ran: what the synth and replay agents need. It reads the
-// whole chain, so it runs only for them.
-func (e *Engine) counts(ctx context.Context, head cas.Hash, role string) (steps, roleRuns int, err error) {
-	for n, err := range e.NewestFirst(ctx, head) {
-		if err != nil {
-			return 0, 0, err
-		}
-		if n.Kind == KindStep {
-			steps++
-			if n.Step.Role == role {
-				roleRuns++
-			}
-		}
+// of them role ran: what the synth and replay agents need. They come from
+// the step cache (see [Engine.entry]).
+func (e *Engine) counts(ctx context.Context, head *Node, role string) (steps, roleRuns int, err error) {
+	ce, err := e.entry(ctx, head)
+	if err != nil {
+		return 0, 0, err
 	}
-	return steps, roleRuns, nil
+	return ce.Steps, ce.Roles[role], nil
 }
 
 // stepsSinceBase counts the steps since the thread's start, its last
-// resumed mark or its fork point, whichever is latest, stopping at limit.
-func (e *Engine) stepsSinceBase(ctx context.Context, head *Node, base int, limit int) (int, error) {
-	count := 0
-	for n, err := range e.NewestFirst(ctx, head.Hash) {
-		if err != nil {
-			return 0, err
-		}
-		if n.Depth() <= base || n.Kind == KindStart || (n.Mark != nil && n.Mark.Mark == MarkResumed) || count >= limit {
-			break
-		}
-		if n.Kind == KindStep {
-			count++
-		}
+// resumed mark or its fork point (the node of the chain at depth base),
+// whichever is latest, stopping at limit. ce is head's step-cache entry;
+// only a base past the last resumed mark needs a node read: the node at
+// depth base, found through the skip pointers.
+func (e *Engine) stepsSinceBase(ctx context.Context, head *Node, ce *chainEntry, base int, limit int) (int, error) {
+	if base <= ce.ResumeDepth || head.Kind == KindStart {
+		return min(ce.SinceResume, limit), nil
 	}
-	return count, nil
+	if base >= head.Depth() {
+		return 0, nil
+	}
+	bn, err := e.Ancestor(ctx, head.Hash, base)
+	if err != nil {
+		return 0, err
+	}
+	be, err := e.entry(ctx, bn)
+	if err != nil {
+		return 0, err
+	}
+	return min(ce.Steps-be.Steps, limit), nil
 }
 
 // StepN runs up to n cycles of [Engine.Step] (n <= 0: until the thread is
@@ -389,9 +387,11 @@ func masker(opts *RunOptions) *secret.Masker {
 // error wrapping [ErrNotActive].
 //
 // A step reads the head, the nodes back to the last step, the start and
-// the workflow, and renders the thread so far within the quota. Only the
-// synth and replay agents are told how many steps (and runs of the role)
-// the chain holds, which reads the whole chain.
+// the workflow, and renders the thread so far within the quota; what it
+// needs of the rest of the chain (the steps since the last resume or the
+// fork point, and for the synth and replay agents the steps and runs of
+// the role the chain holds) comes from the step cache, checked against the
+// nodes, so its cost does not grow with the thread.
 func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepResult, error) {
 	if opts == nil {
 		opts = &RunOptions{}
@@ -453,15 +453,23 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		e.progress(opts, Event{Type: EventDone, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason})
 		return &StepResult{Thread: id, Kind: EventDone, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 	}
-	// Fewer chain nodes than the limit hold fewer steps: no need to count.
+	// Fewer chain nodes than the limit hold fewer steps, and fewer steps
+	// since the last resume than the limit fewer since the fork point:
+	// no need to find it.
 	if limit, reason := maxSteps(wf, opts); head.Depth() >= limit {
-		o, err := e.origin(ctx, id)
+		ce, err := e.entry(ctx, head)
 		if err != nil {
 			return nil, err
 		}
-		n, err := e.stepsSinceBase(ctx, head, o.Depth, limit)
-		if err != nil {
-			return nil, err
+		n := ce.SinceResume
+		if n >= limit {
+			o, err := e.origin(ctx, id, head)
+			if err != nil {
+				return nil, err
+			}
+			if n, err = e.stepsSinceBase(ctx, head, ce, o.Depth, limit); err != nil {
+				return nil, err
+			}
 		}
 		if n >= limit {
 			h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, reason, 0)
@@ -521,7 +529,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		Schema:     role.Frontmatter, Statuses: walkOrder(wf, d.Role),
 	}
 	if _, ok := ag.(agent.StepCounter); ok {
-		if req.StepIndex, req.RoleRuns, err = e.counts(ctx, head.Hash, d.Role); err != nil {
+		if req.StepIndex, req.RoleRuns, err = e.counts(ctx, head, d.Role); err != nil {
 			return nil, err
 		}
 	}
@@ -635,6 +643,9 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	}
 	tm.Store = time.Since(t0)
 	stepHash := hs[len(hs)-1]
+	if he, err := e.entry(ctx, head); err == nil {
+		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step})
+	}
 	t0 = time.Now()
 	if err := e.Commit(ctx, id, stepHash, "step "+d.Role); err != nil {
 		return nil, err

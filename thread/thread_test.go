@@ -38,6 +38,13 @@ func (s *countingStore) Get(ctx context.Context, h cas.Hash) ([]byte, error) {
 	return s.Store.Get(ctx, h)
 }
 
+// derivedStore is a countingStore that keeps its store's [cas.Derived]
+// cache.
+type derivedStore struct {
+	*countingStore
+	cas.Derived
+}
+
 type clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -84,7 +91,12 @@ func newTEnv(t *testing.T) *tenv {
 func newTEnvOn(t *testing.T, c *clock, st cas.Store, refs cas.Refs) *tenv {
 	t.Helper()
 	cnt := &countingStore{Store: st}
-	repo, err := cas.Open(t.Context(), cnt, refs, nil)
+	var through cas.Store = cnt
+	if d, ok := st.(cas.Derived); ok {
+		// Keep the store's derived cache visible through the wrapper.
+		through = derivedStore{cnt, d}
+	}
+	repo, err := cas.Open(t.Context(), through, refs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,12 @@
 //	                          {"old","new","time","message","name"[,"import"]}
 //	lock                      the store-wide lock (flock: shared or exclusive)
 //	gc.lock                   the GC lock (flock, never waited for)
+//	cache/XY/<62 hex digits>  the droppable derived cache ([cas.Derived]), not
+//	                          part of the format: one file per entry, the key,
+//	                          a newline and the entry, at the hex SHA-256 of
+//	                          the key; written unsynced by rename, never read
+//	                          by GC, fsck, export or import; deleting the
+//	                          folder loses nothing
 //	locks/refs                the lock for creating and deleting refs
 //	locks/ref-XX              256 striped locks for moving refs
 //	journal/<seg>             the watch journal's segments (an additive

@@ -76,11 +76,12 @@ const (
 	lockFile   = "lock"
 	gateFile   = "lock.gate"
 	gcLockFile = "gc.lock"
+	cacheDir   = "cache" // the droppable derived cache (cas.Derived)
 	// journalDir ("journal") is in journal.go.
 )
 
 // storeNames are the names a store folder may hold.
-var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile, journalDir}
+var storeNames = []string{formatFile, objectsDir, tmpDirName, refsDir, logsDir, locksDir, lockFile, gateFile, gcLockFile, journalDir, cacheDir}
 
 // Create makes a new store in dir, creating dir if needed. It fails with an
 // error wrapping [fs.ErrExist] if a store exists there, and refuses a folder

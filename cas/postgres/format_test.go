@@ -39,10 +39,10 @@ func TestOpenWritesNothingAndAdditions(t *testing.T) {
 		t.Fatalf("FormatVersion of a new store = %d, %v; want 1", v, err)
 	}
 	v0, x0 := versionRow()
-	// The build's own additions (the watch's tables) are made with the
-	// store, recorded apart from the format version.
-	if !tableExists("additions") || !tableExists("ref_log_quiet") || !tableExists("watch_trim") {
-		t.Error("a new store lacks the watch's additions or their record")
+	// The build's own additions (the watch's tables, the derived cache)
+	// are made with the store, recorded apart from the format version.
+	if !tableExists("additions") || !tableExists("ref_log_quiet") || !tableExists("watch_trim") || !tableExists("derived") {
+		t.Error("a new store lacks the released additions or their record")
 	}
 	openStore(t, schema)
 	if v, x := versionRow(); v != v0 || x != x0 {

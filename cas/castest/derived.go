@@ -1,0 +1,60 @@
+package castest
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// RunDerived runs the contract tests of a [cas.Derived] cache; newCache
+// returns an empty cache of a fresh store.
+func RunDerived(t *testing.T, newCache func(t *testing.T) cas.Derived) {
+	t.Run("GetPutDrop", func(t *testing.T) {
+		ctx := t.Context()
+		d := newCache(t)
+		if _, ok, err := d.GetDerived(ctx, "chain/x"); ok || err != nil {
+			t.Fatalf("GetDerived of an empty cache = ok %v, %v; want no entry", ok, err)
+		}
+		for _, v := range [][]byte{[]byte(`{"a":1}`), {}, nil, []byte("second\nline\x00")} {
+			if err := d.PutDerived(ctx, "chain/x", v); err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := d.GetDerived(ctx, "chain/x")
+			if err != nil || !ok || !bytes.Equal(got, v) || got == nil {
+				t.Fatalf("GetDerived after PutDerived(%q) = %q, %v, %v", v, got, ok, err)
+			}
+		}
+		if err := d.PutDerived(ctx, "ref/threads/ABC", []byte("r")); err != nil {
+			t.Fatal(err)
+		}
+		// An entry is its bytes (an empty one too: never nil once found).
+		// Keys differing in case are distinct entries.
+		if _, ok, err := d.GetDerived(ctx, "ref/threads/abc"); ok || err != nil {
+			t.Fatalf("GetDerived of a key differing in case = ok %v, %v; want no entry", ok, err)
+		}
+		if err := d.DropDerived(ctx, "chain/x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := d.GetDerived(ctx, "chain/x"); ok || err != nil {
+			t.Fatalf("GetDerived after DropDerived = ok %v, %v; want no entry", ok, err)
+		}
+		if err := d.DropDerived(ctx, "chain/x"); err != nil {
+			t.Fatalf("DropDerived of a missing entry: %v", err)
+		}
+		if got, ok, err := d.GetDerived(ctx, "ref/threads/ABC"); err != nil || !ok || string(got) != "r" {
+			t.Fatalf("another entry after a drop = %q, %v, %v", got, ok, err)
+		}
+	})
+	t.Run("BadKeys", func(t *testing.T) {
+		ctx := t.Context()
+		d := newCache(t)
+		for _, k := range []string{"", "chain", "/x", "chain/", "Chain/x", "chain/a b", "chain/\n", "chain/" + strings.Repeat("x", cas.MaxDerivedKeyLen)} {
+			if err := d.PutDerived(ctx, k, []byte("v")); !errors.Is(err, cas.ErrInvalid) {
+				t.Errorf("PutDerived(%q) = %v, want ErrInvalid", k, err)
+			}
+		}
+	})
+}

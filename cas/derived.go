@@ -1,0 +1,147 @@
+package cas
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Derived is a store's droppable cache of derived entries: small values a
+// higher layer computed from nodes and refs (a thread's step counts, where
+// it was forked) and keeps to save recomputing them. It is not part of the
+// format: deleting any entry, or all of them, loses nothing; export and
+// import do not carry it; GC and fsck ignore it. An entry may be missing,
+// stale, torn or forged, so every reader checks it against the nodes it
+// describes and recomputes it when it does not hold.
+//
+// A key is "<kind>/<rest>", at most 300 bytes, of printable ASCII without
+// spaces. Two kinds have a meaning here: keys "ref/<name>" describe the
+// current incarnation of ref name, and [Repo.Refs] drops them whenever the
+// ref is created, deleted, replaced or has log entries imported; other
+// kinds (such as "chain/<hash>") describe immutable nodes, so they never go
+// stale, only bad.
+//
+// A [Store] that also implements Derived keeps the entries with it (a disk
+// store in a folder, PostgreSQL in a table); [Repo.Derived] gives any other
+// store a cache in the Repo's memory.
+type Derived interface {
+	// GetDerived returns the entry at key; ok is false if there is none.
+	GetDerived(ctx context.Context, key string) (data []byte, ok bool, err error)
+	// PutDerived sets the entry at key to data, replacing any. It need not
+	// be durable: a lost entry is recomputed.
+	PutDerived(ctx context.Context, key string, data []byte) error
+	// DropDerived removes the entry at key, if any.
+	DropDerived(ctx context.Context, key string) error
+}
+
+// MaxDerivedKeyLen is the longest key a [Derived] cache accepts.
+const MaxDerivedKeyLen = 300
+
+// ValidateDerivedKey checks a [Derived] key: "<kind>/<rest>", kind of
+// lower-case letters, at most [MaxDerivedKeyLen] bytes of printable ASCII
+// without spaces. The error wraps [ErrInvalid].
+func ValidateDerivedKey(key string) error {
+	kind, rest, ok := strings.Cut(key, "/")
+	if !ok || kind == "" || rest == "" || len(key) > MaxDerivedKeyLen {
+		return fmt.Errorf("%w: derived-cache key %q: want <kind>/<rest>, at most %d bytes", ErrInvalid, key, MaxDerivedKeyLen)
+	}
+	for i := range len(kind) {
+		if kind[i] < 'a' || kind[i] > 'z' {
+			return fmt.Errorf("%w: derived-cache key %q: its kind is not lower-case letters", ErrInvalid, key)
+		}
+	}
+	for i := range len(key) {
+		if key[i] <= ' ' || key[i] > '~' {
+			return fmt.Errorf("%w: derived-cache key %q: byte %d is not printable ASCII", ErrInvalid, key, i)
+		}
+	}
+	return nil
+}
+
+// RefDerivedKey is the [Derived] key of ref name's entry, dropped by
+// [Repo.Refs] whenever the ref's incarnation may change.
+func RefDerivedKey(name string) string { return "ref/" + name }
+
+// memDerived is a [Derived] cache in memory, bounded: when full it drops
+// an arbitrary entry.
+type memDerived struct {
+	mu      sync.Mutex
+	m       map[string][]byte
+	maxSize int // entries; 0 means unbounded
+}
+
+func newMemDerived(maxSize int) *memDerived {
+	return &memDerived{m: map[string][]byte{}, maxSize: maxSize}
+}
+
+func (d *memDerived) GetDerived(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.m[key]
+	if !ok {
+		return nil, false, nil
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, true, nil
+}
+
+func (d *memDerived) PutDerived(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateDerivedKey(key); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.m[key]; !ok && d.maxSize > 0 && len(d.m) >= d.maxSize {
+		for k := range d.m {
+			delete(d.m, k)
+			break
+		}
+	}
+	d.m[key] = append([]byte(nil), data...)
+	return nil
+}
+
+func (d *memDerived) DropDerived(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	delete(d.m, key)
+	d.mu.Unlock()
+	return nil
+}
+
+// repoDerivedSize bounds the in-memory cache [Repo.Derived] gives a store
+// that keeps none.
+const repoDerivedSize = 1 << 16
+
+// Derived returns the store's [Derived] cache if it keeps one, else one in
+// the Repo's memory (bounded, lost when the Repo is).
+func (r *Repo) Derived() Derived {
+	if d, ok := r.st.(Derived); ok {
+		return d
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.derived == nil {
+		r.derived = newMemDerived(repoDerivedSize)
+	}
+	return r.derived
+}
+
+// dropRefDerived drops ref name's [Derived] entry after a change that may
+// have begun a new incarnation of the ref. A failure to drop is logged: the
+// reader's checks stay the guard.
+func (r *Repo) dropRefDerived(ctx context.Context, name string) {
+	if err := r.Derived().DropDerived(context.WithoutCancel(ctx), RefDerivedKey(name)); err != nil {
+		r.log.Warn("drop a derived-cache entry", "ref", name, "err", err)
+	}
+}

@@ -1,0 +1,100 @@
+package cas_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/castest"
+)
+
+func TestMemDerived(t *testing.T) {
+	castest.RunDerived(t, func(t *testing.T) cas.Derived { return cas.NewMemStore(nil) })
+}
+
+// bareStore hides a MemStore's Derived cache.
+type bareStore struct{ cas.Store }
+
+// TestRepoDerived: Repo.Derived is the store's cache when it keeps one,
+// else one of the Repo's own (the same on every call).
+func TestRepoDerived(t *testing.T) {
+	ctx := t.Context()
+	ms := cas.NewMemStore(nil)
+	r, err := cas.Open(ctx, ms, ms.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := r.Derived().(*cas.MemStore); !ok || d != ms {
+		t.Errorf("Repo.Derived of a MemStore = %T, want the store", r.Derived())
+	}
+	ms2 := cas.NewMemStore(nil)
+	r2, err := cas.Open(ctx, bareStore{ms2}, ms2.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Derived().PutDerived(ctx, "chain/x", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := r2.Derived().GetDerived(ctx, "chain/x"); string(v) != "v" || !ok || err != nil {
+		t.Errorf("the Repo's own cache lost its entry: %q, %v, %v", v, ok, err)
+	}
+}
+
+// TestRefDerivedDropped: Repo.Refs drops a ref's entry whenever the ref
+// may begin a new incarnation (created, deleted, replaced, log imported),
+// and keeps it across a plain move.
+func TestRefDerivedDropped(t *testing.T) {
+	ctx := t.Context()
+	ms := cas.NewMemStore(nil)
+	r, err := cas.Open(ctx, ms, ms.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := r.Put(ctx, cas.ContentSchema, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Put(ctx, cas.ContentSchema, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := r.Refs()
+	const name = "things/x"
+	key := cas.RefDerivedKey(name)
+	set := func() {
+		t.Helper()
+		if err := ms.PutDerived(ctx, key, []byte("e")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func() bool {
+		t.Helper()
+		_, ok, err := ms.GetDerived(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for _, c := range []struct {
+		what string
+		op   func(ctx context.Context) error
+		kept bool
+	}{
+		{"create", func(ctx context.Context) error { return refs.CompareAndSwap(ctx, name, 0, a, "create") }, false},
+		{"move", func(ctx context.Context) error { return refs.CompareAndSwap(ctx, name, a, b, "move") }, true},
+		{"failed create", func(ctx context.Context) error { refs.CompareAndSwap(ctx, name, 0, a, "again"); return nil }, true},
+		{"replace", func(ctx context.Context) error { return refs.Replace(ctx, name, a, "replace") }, false},
+		{"delete", func(ctx context.Context) error { return refs.CompareAndSwap(ctx, name, a, 0, "rm") }, false},
+		{"import", func(ctx context.Context) error {
+			return refs.ImportLog(ctx, name, []cas.LogEntry{{New: b, Time: 1, Message: "imported"}})
+		}, false},
+	} {
+		set()
+		if err := c.op(ctx); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if got := has(); got != c.kept {
+			t.Errorf("after %s the ref's entry is kept: %v, want %v", c.what, got, c.kept)
+		}
+	}
+}

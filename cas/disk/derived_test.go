@@ -1,0 +1,155 @@
+package disk_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/castest"
+	"github.com/uncaged/uwf/cas/disk"
+)
+
+func TestDerived(t *testing.T) {
+	castest.RunDerived(t, func(t *testing.T) cas.Derived {
+		st, err := disk.Create(t.TempDir(), &disk.Options{Durability: disk.DurabilityNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// TestDerivedFolder: entries live under cache/ and nowhere else (no
+// object, ref or log), a file naming another key is no entry, and
+// deleting the folder loses only the entries.
+func TestDerivedFolder(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutDerived(ctx, "chain/a", []byte("A")); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	filepath.WalkDir(filepath.Join(dir, "cache"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	})
+	if len(files) != 1 {
+		t.Fatalf("cache/ holds %v, want one entry file", files)
+	}
+	for obj, err := range st.All(ctx) {
+		t.Errorf("an entry made object %v (%v)", obj, err)
+	}
+	for ref, err := range st.Refs().List(ctx, "") {
+		t.Errorf("an entry made ref %v (%v)", ref, err)
+	}
+	// A file moved to another key's place (a foreign entry) is no entry.
+	if err := st.PutDerived(ctx, "chain/b", []byte("B")); err != nil {
+		t.Fatal(err)
+	}
+	var pb string
+	filepath.WalkDir(filepath.Join(dir, "cache"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && p != files[0] {
+			pb = p
+		}
+		return err
+	})
+	if err := os.Rename(files[0], pb); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := st.GetDerived(ctx, "chain/b"); ok || err != nil {
+		t.Errorf("GetDerived of a file holding another key's entry = %q, %v, %v; want no entry", v, ok, err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "cache")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.GetDerived(ctx, "chain/a"); ok || err != nil {
+		t.Errorf("GetDerived after removing cache/ = ok %v, %v", ok, err)
+	}
+	if err := st.PutDerived(ctx, "chain/a", []byte("A")); err != nil {
+		t.Errorf("PutDerived after removing cache/: %v", err)
+	}
+	// A store folder holding cache/ is still one Create may complete.
+	if _, err := disk.OpenOrCreate(dir, nil); err != nil {
+		t.Errorf("OpenOrCreate of a store with cache/: %v", err)
+	}
+}
+
+// TestDerivedIgnored: GC and fsck leave cache/ alone and are not confused
+// by it (an entry keyed by a collected node stays, harmless), and export
+// and import do not carry it.
+func TestDerivedIgnored(t *testing.T) {
+	ctx := t.Context()
+	open := func(dir string) (*disk.Store, *cas.Repo) {
+		st, err := disk.OpenOrCreate(dir, &disk.Options{Durability: disk.DurabilityNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		r, err := cas.Open(ctx, st, st.Refs(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, r
+	}
+	src := t.TempDir()
+	st, r := open(src)
+	kept, err := r.Put(ctx, cas.ContentSchema, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := r.Put(ctx, cas.ContentSchema, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Refs().CompareAndSwap(ctx, "things/kept", 0, kept, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []cas.Hash{kept, gone} {
+		if err := st.PutDerived(ctx, "chain/"+h.String(), []byte(h.String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := r.GC(ctx, &cas.GCOptions{Grace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Deleted != 1 {
+		t.Errorf("GC deleted %d objects, want 1 (the unreferenced one): %+v", stats.Deleted, stats)
+	}
+	if ok, _ := st.Has(ctx, kept); !ok {
+		t.Error("GC deleted the referenced object")
+	}
+	for _, h := range []cas.Hash{kept, gone} {
+		if v, ok, err := st.GetDerived(ctx, "chain/"+h.String()); !ok || err != nil || string(v) != h.String() {
+			t.Errorf("after GC the entry of %s = %q, %v, %v", h, v, ok, err)
+		}
+	}
+	rep, err := r.Fsck(ctx, nil)
+	if err != nil || !rep.OK() {
+		t.Errorf("fsck with a cache folder: %v, %+v", err, rep)
+	}
+	var tar bytes.Buffer
+	if _, err := cas.Export(ctx, r, &tar, nil); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	_, r2 := open(dst)
+	if _, err := cas.Import(ctx, r2, &tar, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "cache")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("import made cache/ (%v): the cache was carried", err)
+	}
+}

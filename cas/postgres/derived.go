@@ -1,0 +1,78 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+var _ cas.Derived = (*Store)(nil)
+
+// The derived cache ([cas.Derived]) is the addition "derived-cache": an
+// unlogged table (no WAL; PostgreSQL empties it after a crash), not part of
+// the format. It may be emptied (TRUNCATE) or dropped at any time: with
+// the table gone the store keeps no entries (and DELETE FROM additions
+// WHERE name = 'derived-cache' has the next Open make it again).
+func init() {
+	additions = append(additions, addition{name: "derived-cache", stmts: []string{
+		`CREATE UNLOGGED TABLE IF NOT EXISTS {{S}}.derived (
+			key text COLLATE "C" PRIMARY KEY,
+			data bytea NOT NULL
+		)`,
+	}})
+}
+
+// noTable reports whether err says the table derived does not exist.
+func noTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
+}
+
+// GetDerived returns the [cas.Derived] entry at key.
+func (s *Store) GetDerived(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := cas.ValidateDerivedKey(key); err != nil {
+		return nil, false, err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, s.q.expand(`SELECT data FROM {{S}}.derived WHERE key = $1`), key).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) || noTable(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: read derived-cache entry %s: %w", key, ctxErr(ctx, err))
+	}
+	return data, true, nil
+}
+
+// PutDerived sets the [cas.Derived] entry at key.
+func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
+	if err := cas.ValidateDerivedKey(key); err != nil {
+		return err
+	}
+	if data == nil {
+		data = []byte{} // not NULL
+	}
+	_, err := s.pool.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.derived (key, data) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data`), key, data)
+	if err != nil && !noTable(err) {
+		return fmt.Errorf("postgres: write derived-cache entry %s: %w", key, ctxErr(ctx, err))
+	}
+	return nil
+}
+
+// DropDerived removes the [cas.Derived] entry at key, if any.
+func (s *Store) DropDerived(ctx context.Context, key string) error {
+	if err := cas.ValidateDerivedKey(key); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, s.q.expand(`DELETE FROM {{S}}.derived WHERE key = $1`), key)
+	if err != nil && !noTable(err) {
+		return fmt.Errorf("postgres: drop derived-cache entry %s: %w", key, ctxErr(ctx, err))
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package cas_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/uncaged/uwf/cas"
@@ -97,4 +98,35 @@ func TestRefDerivedDropped(t *testing.T) {
 			t.Errorf("after %s the ref's entry is kept: %v, want %v", c.what, got, c.kept)
 		}
 	}
+}
+
+// ExampleRepo_Derived keeps a value derived from a ref in the store's
+// derived cache: a moved ref keeps its entry, a re-created one loses it.
+func ExampleRepo_Derived() {
+	ctx := context.Background()
+	mem := cas.NewMemStore(nil)
+	repo, err := cas.Open(ctx, mem, mem.Refs(), nil)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := repo.Put(ctx, cas.ContentSchema, "a")
+	b, _ := repo.Put(ctx, cas.ContentSchema, "b")
+	refs := repo.Refs()
+	if err := refs.CompareAndSwap(ctx, "things/x", 0, a, "create"); err != nil {
+		panic(err)
+	}
+	key := cas.RefDerivedKey("things/x")
+	if err := repo.Derived().PutDerived(ctx, key, []byte("created at "+a.String())); err != nil {
+		panic(err)
+	}
+	refs.CompareAndSwap(ctx, "things/x", a, b, "move")
+	_, ok, _ := repo.Derived().GetDerived(ctx, key)
+	fmt.Println("after a move:", ok)
+	refs.CompareAndSwap(ctx, "things/x", b, 0, "delete")
+	refs.CompareAndSwap(ctx, "things/x", 0, b, "create again")
+	_, ok, _ = repo.Derived().GetDerived(ctx, key)
+	fmt.Println("after a re-creation:", ok)
+	// Output:
+	// after a move: true
+	// after a re-creation: false
 }

@@ -70,7 +70,51 @@ func commitOnce(ctx context.Context, e *thread.Engine, repo *cas.Repo, id, role 
 	if err != nil {
 		return false, err
 	}
-	err = e.Commit(ctx, id, h, "step "+role)
+	return commitStep(ctx, e, id, h, role)
+}
+
+// commitBatch tries to append one step to thread id as `thread step` does:
+// its new nodes (an output and the run's content, unique to this attempt)
+// and the step in one batch, then the ref move. It reports whether it won
+// the race.
+func commitBatch(ctx context.Context, e *thread.Engine, repo *cas.Repo, id, role string, attempt int) (bool, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	c, err := e.Next(ctx, head)
+	if err != nil {
+		return false, err
+	}
+	nodes := []cas.Node{
+		{Type: cas.ContentSchema, Payload: fmt.Sprintf("prompt of %s, attempt %d", role, attempt)},
+		{Type: cas.ContentSchema, Payload: fmt.Sprintf("raw output of %s, attempt %d", role, attempt)},
+		{Type: cas.ContentSchema, Payload: fmt.Sprintf("output of %s, attempt %d", role, attempt)},
+	}
+	var hs [3]cas.Hash
+	for i, n := range nodes {
+		if hs[i], err = n.Hash(); err != nil {
+			return false, err
+		}
+	}
+	d := &thread.Detail{Prompt: hs[0], Raw: hs[1], Attempts: []cas.Hash{}, EdgePrompt: "go", DurationMs: 1}
+	det := cas.Node{Type: cas.DetailSchema, Payload: d.Payload()}
+	dh, err := det.Hash()
+	if err != nil {
+		return false, err
+	}
+	s := &thread.Step{Chain: c, Role: role, Output: hs[2], Detail: dh, Agent: "proc", StartedAt: time.Now().UnixMilli()}
+	stored, err := repo.PutNodes(ctx, append(nodes, det, cas.Node{Type: cas.StepSchema, Payload: s.Payload()}))
+	if err != nil {
+		return false, err
+	}
+	return commitStep(ctx, e, id, stored[len(stored)-1], role)
+}
+
+// commitStep moves thread id to the step h; it reports whether it won the
+// race.
+func commitStep(ctx context.Context, e *thread.Engine, id string, h cas.Hash, role string) (bool, error) {
+	err := e.Commit(ctx, id, h, "step "+role)
 	var ce *thread.ConflictError
 	switch {
 	case err == nil:
@@ -103,7 +147,15 @@ func helper(mode string, args []string) error {
 	}
 	wins, losses := 0, 0
 	for i := 0; mode == "crash" || i < n; i++ {
-		won, err := commitOnce(ctx, e, repo, args[1], fmt.Sprintf("p%d", os.Getpid()), out, det)
+		role := fmt.Sprintf("p%d", os.Getpid())
+		var won bool
+		var err error
+		if mode == "crash" {
+			// A strict step's whole write path: a batch, then the move.
+			won, err = commitBatch(ctx, e, repo, args[1], role, i)
+		} else {
+			won, err = commitOnce(ctx, e, repo, args[1], role, out, det)
+		}
 		if err != nil {
 			return err
 		}
@@ -238,9 +290,10 @@ func TestCommitsFromProcesses(t *testing.T) {
 	fsckClean(t, repo)
 }
 
-// TestCommitCrash kills a process committing steps at random points, 50
-// times: the head is always a whole node (the old one or the new one), the
-// ref agrees with its log, and fsck is clean.
+// TestCommitCrash kills a process committing strict steps (each a batch of
+// nodes, then the ref move, as `thread step` writes them) at random points,
+// 50 times: the head is always a whole node (the old one or the new one),
+// the ref agrees with its log, and fsck is clean.
 func TestCommitCrash(t *testing.T) {
 	rounds := 50
 	if testing.Short() {

@@ -61,9 +61,14 @@
 // into objects/ too. [Store.PutBatch] writes all its temporary files, makes
 // them durable together with one syncfs(2) (concurrent fsyncs from a bounded
 // pool where syncfs is unavailable), publishes them in input order, then
-// syncs each touched shard folder once. A ref file is replaced by a synced
-// temporary file renamed over it, then its folder synced; a ref-log line is
-// appended with O_APPEND and the file synced. [DurabilityNone] skips every
+// makes the touched folders durable with a second syncfs (an fsync of each
+// touched folder without it). A ref change appends its log line with
+// O_APPEND and writes the new ref file to a temporary file, makes both
+// durable at one flush point (one syncfs, or an fsync of each), renames
+// the temporary file over the ref file and syncs its folder (see
+// [Refs.CompareAndSwap]). A strict thread step (a batch of its nodes, then
+// the move of its thread's ref) thus makes four flushes on Linux, however
+// many nodes and folders it touches. [DurabilityNone] skips every
 // fsync: a power loss may lose recent writes or leave recent objects empty or
 // damaged (Get reports them; putting them again heals them); a crash of the
 // process alone loses nothing.
@@ -107,8 +112,12 @@
 //     them ([Store.CountTemps]);
 //   - a ref and its visible log agree. A change is made under the ref's
 //     locks in this order: (1) read the ref and check the expected value;
-//     (2) append the log line and sync it; (3) replace the ref file (or
-//     remove it, for a delete). A crash between (2) and (3) leaves a last
+//     (2) append the log line and write the new ref file's temporary file,
+//     then make both durable at one flush point; (3) rename the temporary
+//     file over the ref file (or remove it, for a delete). Any other write
+//     that must be durable before a ref moves goes in (2), noted with the
+//     flush point, so that the same flush covers it (see Refs.commit).
+//     A crash between (2) and (3) leaves a last
 //     log entry whose old is the ref's value and whose new is not: an
 //     uncommitted intent. [Refs.Log] does not return it, and the next change
 //     of the ref truncates it before appending. A torn last line (no final
@@ -136,10 +145,11 @@
 // # Platforms
 //
 // The store runs on Linux, macOS and the other Unix systems. On Linux it
-// publishes with renameat2(2) RENAME_NOREPLACE and makes a batch durable
-// with syncfs(2) (falling back, per call, where the kernel or filesystem
-// lacks them); elsewhere it takes the portable path: link(2) then removing
-// the temporary name, and an fsync of each file of a batch. Both paths run
+// publishes with renameat2(2) RENAME_NOREPLACE and makes a batch, and the
+// writes before a ref move, durable with syncfs(2) (falling back, per call,
+// where the kernel or filesystem lacks them); elsewhere it takes the
+// portable path: link(2) then removing the temporary name, and an fsync of
+// each file and folder a flush point covers. Both paths run
 // the conformance suite on Linux. On Windows there is no flock(2), which the
 // store's cross-process locks rely on: [Create] and [Open] fail with an error
 // wrapping [errors.ErrUnsupported] that says so (use a PostgreSQL store).

@@ -1,6 +1,7 @@
 package disk_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +55,70 @@ func dump(ops []atomicfiletest.Op) string {
 		fmt.Fprintf(&b, "\n  %2d %s", i, op)
 	}
 	return b.String()
+}
+
+// dataDurable reports whether, at ops[i], the last write (or truncate) of
+// path before it was made durable: followed, still before i, by a syncfs or
+// an fsync of path. A path never written is durable.
+func dataDurable(ops []atomicfiletest.Op, i int, path string) bool {
+	w := -1
+	for k, op := range ops[:i] {
+		if (op.Kind == "write" || op.Kind == "truncate") && op.Path == path && !op.Err {
+			w = k
+		}
+	}
+	return w < 0 || flushedAfter(ops, w, i, "sync", path)
+}
+
+// entryDurable reports whether, at ops[i], the last change of path's entry
+// in its folder before it (created, published or renamed there, made a
+// folder, removed, or opened: a log file is created by opening it) was
+// made durable: followed, still before i, by a syncfs or an fsync of the
+// folder.
+func entryDurable(ops []atomicfiletest.Op, i int, path string) bool {
+	c := -1
+	for k, op := range ops[:i] {
+		if op.Err {
+			continue
+		}
+		switch op.Kind {
+		case "create", "mkdir", "remove", "open":
+			if op.Path == path {
+				c = k
+			}
+		case "publish", "rename":
+			if op.To == path {
+				c = k
+			}
+		}
+	}
+	return c < 0 || flushedAfter(ops, c, i, "syncdir", filepath.ToSlash(filepath.Dir(path)))
+}
+
+// flushedAfter reports whether ops(from, to) hold a successful syncfs, or
+// an op of kind on path.
+func flushedAfter(ops []atomicfiletest.Op, from, to int, kind, path string) bool {
+	for _, op := range ops[from+1 : to] {
+		if !op.Err && (op.Kind == "syncfs" || op.Kind == kind && op.Path == path) {
+			return true
+		}
+	}
+	return false
+}
+
+// flushes counts the successful flushes among ops: fsyncs of files and
+// folders, and syncfs calls.
+func flushes(ops []atomicfiletest.Op) int {
+	n := 0
+	for _, op := range ops {
+		switch op.Kind {
+		case "sync", "syncdir", "syncfs":
+			if !op.Err {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func objRel(h cas.Hash) (file, dir string) {
@@ -178,127 +243,163 @@ func TestDurabilityBatch(t *testing.T) {
 			if len(pubOrder) != 200 {
 				t.Fatalf("%d publishes, want 200", len(pubOrder))
 			}
-			// Every temporary file is synced (or the filesystem is) before
-			// the first publish, and none after.
-			syncfs := indexOf(ops, "syncfs", "tmp")
+			// Every temporary file is durable before it is published, and
+			// every published name (and every shard folder created on the
+			// way) by the end.
 			synced := map[string]bool{}
+			syncfs := 0
 			for i, op := range ops {
-				if op.Kind == "sync" || op.Kind == "syncfs" {
-					if i > firstPub {
-						t.Fatalf("%s after the first publish:%s", op, dump(ops))
-					}
+				switch op.Kind {
+				case "sync":
 					synced[op.Path] = true
+				case "syncfs":
+					if !op.Err {
+						syncfs++
+					}
+				case "publish", "mkdir":
+					if op.Err {
+						continue
+					}
+					if op.Kind == "publish" && !dataDurable(ops, i, op.Path) {
+						t.Errorf("%s: the temporary file is not durable before its publish:%s", op, dump(ops))
+					}
+					to := cmp.Or(op.To, op.Path)
+					if !entryDurable(ops, len(ops), to) {
+						t.Errorf("%s: %s is not durable when PutBatch returns:%s", op, to, dump(ops))
+					}
 				}
 			}
-			for _, op := range ops {
-				if op.Kind == "publish" && !synced[op.Path] && syncfs < 0 {
-					t.Errorf("%s was never synced", op.Path)
+			switch {
+			case pool || tc.portable:
+				if syncfs > 0 {
+					t.Errorf("pool mode or the portable path called syncfs:%s", dump(ops))
 				}
-			}
-			if pool && syncfs >= 0 {
-				t.Errorf("pool mode called syncfs")
-			}
-			if tc.portable && (syncfs >= 0 || len(synced) < 200) {
-				// Without syncfs (macOS), the batch falls back to
-				// syncing each file.
-				t.Errorf("portable path: syncfs succeeded or %d of 200 files synced:%s", len(synced), dump(ops))
-			}
-			if !pool && syncfs < 0 && len(synced) < 200 {
-				t.Errorf("neither syncfs nor every file synced:%s", dump(ops))
-			}
-			// Each touched folder is synced exactly once, after the last
-			// publish; objects/ too if shard folders were created.
-			touched := map[string]int{}
-			for _, p := range pubOrder {
-				touched[filepath.ToSlash(filepath.Dir(p))] = 0
-			}
-			for i, op := range ops {
-				if op.Kind != "syncdir" {
-					continue
+				if len(synced) < 200 {
+					t.Errorf("without syncfs, %d of 200 files synced:%s", len(synced), dump(ops))
 				}
-				if op.Path == "objects" {
-					continue // made durable as shard folders are created
+				// Each touched folder is synced exactly once, after the
+				// last publish.
+				touched := map[string]int{}
+				for _, p := range pubOrder {
+					touched[filepath.ToSlash(filepath.Dir(p))] = 0
 				}
-				if i < lastPub {
-					t.Errorf("%s before the last publish", op)
+				for i, op := range ops {
+					if op.Kind != "syncdir" || op.Path == "objects" {
+						continue
+					}
+					if i < lastPub {
+						t.Errorf("%s before the last publish", op)
+					}
+					if _, ok := touched[op.Path]; !ok {
+						t.Errorf("%s: not a touched folder", op)
+					}
+					touched[op.Path]++
 				}
-				if _, ok := touched[op.Path]; !ok {
-					t.Errorf("%s: not a touched folder", op)
+				for d, n := range touched {
+					if n != 1 {
+						t.Errorf("folder %s synced %d times, want 1", d, n)
+					}
 				}
-				touched[op.Path]++
-			}
-			for d, n := range touched {
-				if n != 1 {
-					t.Errorf("folder %s synced %d times, want 1", d, n)
+			default:
+				// Two flush points: one syncfs before the first
+				// publish, one after the last.
+				if n := flushes(ops); n != 2 || syncfs != 2 {
+					t.Errorf("%d flushes (%d syncfs), want 2 syncfs:%s", n, syncfs, dump(ops))
+				}
+				if i := indexOf(ops, "syncfs", "tmp"); i > firstPub {
+					t.Errorf("the first syncfs is not before the first publish:%s", dump(ops))
+				}
+				if last := ops[len(ops)-1]; last.Kind != "syncfs" {
+					t.Errorf("the last operation is %s, want syncfs:%s", last, dump(ops))
 				}
 			}
 		})
 	}
 }
 
+// TestDurabilityRefChange: every ref change makes its log line durable
+// before the ref moves, the new ref file's content durable before it is
+// renamed into place, and the move itself durable before it returns; with
+// syncfs, all the writes before the move share one flush, so a move makes
+// two flushes in all.
 func TestDurabilityRefChange(t *testing.T) {
-	s, rec := recorded(t, disk.DurabilityStrict, false)
+	for _, tc := range []struct {
+		name string
+		fsys atomicfile.FS
+	}{{"syncfs", atomicfile.OS}, {"portable", atomicfile.Portable}} {
+		t.Run(tc.name, func(t *testing.T) {
+			testDurabilityRefChange(t, tc.fsys, tc.fsys == atomicfile.OS)
+		})
+	}
+}
+
+func testDurabilityRefChange(t *testing.T, fsys atomicfile.FS, syncfs bool) {
+	s, rec := recordedOn(t, disk.DurabilityStrict, false, fsys)
 	r := s.Refs()
 	a, b := hashOf("a"), hashOf("b")
+	const log, ref = "logs/threads/x" + disk.LogSuffix, "refs/threads/x"
 	check := func(what string, ops []atomicfiletest.Op, deleted bool) {
 		t.Helper()
-		log := "logs/threads/x" + disk.LogSuffix
-		ref := "refs/threads/x"
-		w, sy := indexOf(ops, "write", log), indexOf(ops, "sync", log)
-		if w < 0 || sy < w {
-			t.Fatalf("%s: the log line is not written then synced:%s", what, dump(ops))
+		if indexOf(ops, "write", log) < 0 {
+			t.Fatalf("%s: no log line written:%s", what, dump(ops))
 		}
-		// The watch journal's record is written and synced beside it.
-		seg := "journal/0000000000000001"
-		jw, jsy := indexOf(ops, "write", seg), indexOf(ops, "sync", seg)
-		if jw < 0 || jsy < jw {
-			t.Fatalf("%s: the journal record is not written then synced:%s", what, dump(ops))
-		}
+		move := -1
 		for i, op := range ops {
-			if (op.Path == ref || op.To == ref) && (i < sy || i < jsy) {
-				t.Fatalf("%s: %s before the log line and journal record are synced:%s", what, op, dump(ops))
+			if !op.Err && (op.Kind == "rename" && op.To == ref || op.Kind == "remove" && op.Path == ref) {
+				move = i
 			}
 		}
-		if deleted {
-			rm := indexOf(ops, "remove", ref)
-			if sd := indexOf(ops, "syncdir", "refs/threads"); rm < 0 || sd < rm {
-				t.Fatalf("%s: want remove, then syncdir refs/threads:%s", what, dump(ops))
+		if move < 0 {
+			t.Fatalf("%s: the ref file is neither renamed over nor removed:%s", what, dump(ops))
+		}
+		if deleted != (ops[move].Kind == "remove") {
+			t.Fatalf("%s: %s:%s", what, ops[move], dump(ops))
+		}
+		if !dataDurable(ops, move, log) {
+			t.Fatalf("%s: the log line is not durable before the ref moves:%s", what, dump(ops))
+		}
+		// The watch journal's record is written beside it, and durable
+		// by the same flush point.
+		const seg = "journal/0000000000000001"
+		if indexOf(ops, "write", seg) < 0 || !dataDurable(ops, move, seg) {
+			t.Fatalf("%s: the journal record is not durable before the ref moves:%s", what, dump(ops))
+		}
+		if !deleted && !dataDurable(ops, move, ops[move].Path) {
+			t.Fatalf("%s: the new ref file is not durable before its rename:%s", what, dump(ops))
+		}
+		if !entryDurable(ops, len(ops), ref) {
+			t.Fatalf("%s: the move is not durable when it returns:%s", what, dump(ops))
+		}
+		for i, op := range ops[:move] {
+			if !op.Err && (op.To == ref || op.Path == ref) {
+				t.Fatalf("%s: %s before the move at %d:%s", what, op, i, dump(ops))
 			}
-			return
-		}
-		ren := -1
-		for i, op := range ops {
-			if op.Kind == "rename" && op.To == ref {
-				ren = i
-			}
-		}
-		if ren < 0 {
-			t.Fatalf("%s: no rename to %s:%s", what, ref, dump(ops))
-		}
-		tmp := ops[ren].Path
-		if tsy := indexOf(ops, "sync", tmp); tsy < 0 || tsy > ren {
-			t.Fatalf("%s: the new ref file is not synced before its rename:%s", what, dump(ops))
-		}
-		sd := -1
-		for i, op := range ops {
-			if op.Kind == "syncdir" && op.Path == "refs/threads" {
-				sd = i
-			}
-		}
-		if sd < ren {
-			t.Fatalf("%s: refs/threads is not synced after the rename:%s", what, dump(ops))
 		}
 	}
 	mustCAS(t, r, "threads/x", 0, a, "create")
 	ops := rec.Ops()
 	check("create", ops, false)
-	// A new log file's folder and the new ref folder are made durable.
-	if indexOf(ops, "syncdir", "logs/threads") < 0 || indexOf(ops, "syncdir", "logs") < 0 || indexOf(ops, "syncdir", "refs") < 0 {
-		t.Errorf("create: new folders not synced:%s", dump(ops))
+	// A new log file, its new folder and the new ref folder are made
+	// durable.
+	for _, p := range []string{log, "logs/threads", "refs/threads"} {
+		if !entryDurable(ops, len(ops), p) {
+			t.Errorf("create: %s is not durable:%s", p, dump(ops))
+		}
 	}
 	rec.Reset()
 	mustCAS(t, r, "threads/x", a, b, "move")
-	check("move", rec.Ops(), false)
+	ops = rec.Ops()
+	check("move", ops, false)
+	// A move of an existing ref: the log line, the journal record and the
+	// new ref file at one flush point, then the ref's folder: two flushes
+	// (one more per written file without syncfs).
+	want := 2
+	if !syncfs {
+		want = 4
+	}
+	if n := flushes(ops); n != want {
+		t.Errorf("move: %d flushes, want %d:%s", n, want, dump(ops))
+	}
 	rec.Reset()
 	mustCAS(t, r, "threads/x", b, 0, "delete")
 	check("delete", rec.Ops(), true)

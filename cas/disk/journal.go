@@ -130,6 +130,7 @@ func (r *Refs) segments() ([]int64, error) {
 type journalWriter struct {
 	r      *Refs
 	f      atomicfile.File
+	path   string // the segment's, for the flush point that covers the record
 	unlock func()
 }
 
@@ -163,7 +164,7 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 			if err == nil {
 				size, err := f.Size()
 				if err == nil && size < r.segmentLimit() {
-					return &journalWriter{r: r, f: f, unlock: unlock}, nil
+					return &journalWriter{r: r, f: f, path: r.segPath(seg), unlock: unlock}, nil
 				}
 				f.Close()
 				if err != nil {

@@ -100,11 +100,13 @@ func encodeLog(lines []logLine) []byte {
 	return b
 }
 
-// appendLog appends line to logs/<lower>@.jsonl and its record to the
-// journal (jw), and syncs both, after truncating a torn last line and an
-// uncommitted intent (judged against cur, the ref file's value). A new log
-// file's folder is synced too. The caller holds the ref's striped lock.
-func (r *Refs) appendLog(lower string, cur refState, line logLine, jw *journalWriter) error {
+// appendLog appends line to logs/<lower>@.jsonl, after truncating a torn
+// last line and an uncommitted intent (judged against cur, the ref file's
+// value). It does not sync: it notes the file (and, for a new log file, its
+// folder) with fp, whose flush makes the line durable. Folders created on
+// the way are synced into their parents at once. The caller holds the
+// ref's striped lock.
+func (r *Refs) appendLog(lower string, cur refState, line logLine, fp *flushPoint) error {
 	fsys, sync := r.s.fs, r.s.durable
 	path := r.logPath(lower)
 	created := false
@@ -125,25 +127,17 @@ func (r *Refs) appendLog(lower string, cur refState, line logLine, jw *journalWr
 	if err == nil {
 		_, err = f.Write(appendLine(nil, line))
 	}
-	// --- watch journal: the record goes beside the log line and is
-	// flushed at the same point, before the ref moves. ---
-	if err == nil {
-		err = jw.write(line)
-	}
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if err == nil && sync {
-		err = jw.sync()
-	}
-	// --- end of the watch journal's part. ---
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && created && sync {
-		err = fsys.SyncDir(filepath.Dir(path))
+	if err != nil {
+		return err
 	}
-	return err
+	fp.file(path)
+	if created {
+		fp.dir(filepath.Dir(path))
+	}
+	return nil
 }
 
 // repairTail truncates a torn last line, then an uncommitted intent.

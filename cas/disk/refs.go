@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
@@ -264,9 +265,10 @@ func (r *Refs) List(ctx context.Context, prefix string) iter.Seq2[cas.Ref, error
 // Creating and deleting take the global refs lock (locks/refs) and then the
 // ref's striped lock (locks/ref-XX); other moves take only the striped lock,
 // so unrelated refs move in parallel. Under the locks, in this order: (1) the
-// ref is read and checked; (2) the log line is appended and synced; (3) the
-// ref file is replaced (temporary file, sync, rename, folder sync) or
-// removed. A crash between (2) and (3) leaves an uncommitted last log
+// ref is read and checked; (2) the log line is appended and the new ref
+// file written to a temporary file, and both are made durable at one flush
+// point (one syncfs(2), or an fsync of each); (3) the ref file is replaced
+// (rename, folder sync) or removed (see commit). A crash between (2) and (3) leaves an uncommitted last log
 // entry. When the ref file is there (a move or delete was interrupted),
 // [Refs.Log] hides it and the next change of the ref truncates it away;
 // when it is not (a create was interrupted, or the file was deleted
@@ -312,19 +314,84 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
 	defer jw.end()
-	if err := r.appendLog(lower, cur, line, jw); err != nil {
+	act := refWrite
+	if new.IsZero() {
+		act = refRemove
+	}
+	if err := r.commit(lower, cur, line, act, jw); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
-	if err := r.beforeMove(name); err != nil {
+	return nil
+}
+
+// refAction is what commit does to the ref file once the log line is
+// durable.
+type refAction int
+
+const (
+	refWrite  refAction = iota // replace it with line's new value
+	refRemove                  // remove it
+	refKeep                    // leave it alone (the log records a change of another name's file)
+)
+
+// commit makes the change line records, after the caller's checks, under
+// the ref's locks. It is the one place a ref moves, in three phases with
+// two flushes:
+//
+//  1. The pre-move writes, none synced, each noted with the flush point
+//     fp: the log line (an intent until the ref moves; appendLog) and,
+//     for a new value, the ref file's new content in a temporary file.
+//     Any other write that must be durable before the ref moves (a
+//     store-wide watch journal's record is one) belongs here too, noted with fp.file
+//     (or fp.dir for a folder whose entries it changes), so that the one
+//     flush point covers it on every platform.
+//  2. The flush point: one syncfs(2) makes all of phase 1 durable (an
+//     fsync of each noted file and folder where syncfs is unavailable).
+//  3. The move: the temporary file renamed over the ref file (or the ref
+//     file removed), then the ref's folder synced.
+//
+// A crash before phase 3 leaves the ref as it was, with at most an
+// uncommitted intent at the end of its log (hidden by Log, truncated by
+// the next change) and a temporary file (removed once stale); a crash
+// after the rename leaves the ref moved with its log line durable.
+func (r *Refs) commit(lower string, cur refState, line logLine, act refAction, jw *journalWriter) error {
+	fp := r.s.newFlushPoint()
+	if err := r.appendLog(lower, cur, line, fp); err != nil {
 		return err
 	}
-	if new.IsZero() {
-		err = r.removeRef(lower)
-	} else {
-		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, r.refPath(lower), refFile(name, new), r.s.durable)
+	// --- watch journal: the record goes beside the log line and is
+	// flushed at the same point, before the ref moves. ---
+	if err := jw.write(line); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("disk: ref %s: %w", name, err)
+	fp.file(jw.path)
+	// --- end of the watch journal's part. ---
+	var tmp string
+	if act == refWrite {
+		var err error
+		tmp, err = atomicfile.WriteTemp(r.s.fs, r.s.tmpDir, refFile(line.Name, line.New), time.Time{}, false)
+		if err != nil {
+			return err
+		}
+		fp.file(tmp)
+	}
+	if err := fp.flush(); err != nil {
+		if tmp != "" {
+			r.s.fs.Remove(tmp)
+		}
+		return err
+	}
+	if err := r.beforeMove(line.Name); err != nil {
+		if tmp != "" {
+			r.s.fs.Remove(tmp)
+		}
+		return err
+	}
+	switch act {
+	case refWrite:
+		return atomicfile.ReplaceTemp(r.s.fs, tmp, r.refPath(lower), r.s.durable)
+	case refRemove:
+		return r.removeRef(lower)
 	}
 	return nil
 }
@@ -416,19 +483,14 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
 	defer jw.end()
-	if err := r.appendLog(lower, cur, line, jw); err != nil {
-		return fmt.Errorf("disk: ref %s: %w", name, err)
-	}
-	if err := r.beforeMove(name); err != nil {
-		return err
-	}
+	act := refKeep
 	switch {
 	case !new.IsZero():
-		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, r.refPath(lower), refFile(name, new), r.s.durable)
+		act = refWrite
 	case cur.exists && cur.name == name || bad != nil:
-		err = r.removeRef(lower)
+		act = refRemove
 	}
-	if err != nil {
+	if err := r.commit(lower, cur, line, act, jw); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
 	return nil

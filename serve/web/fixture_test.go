@@ -172,20 +172,32 @@ func (e *env) addHostileStep(id string, head cas.Hash, tag string) cas.Hash {
 // these follow the same watch API and token rule so the page's script can
 // be tested here, where the viewer lives).
 func (e *env) server(token string) *httptest.Server {
+	// The events stream ends when the test does: httptest's Close waits
+	// for every request, and an open page's EventSource never ends one.
+	done, stop := context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	web.Register(mux, e.eng, &web.Options{PageSize: 20})
 	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-store")
 		rc := http.NewResponseController(w)
-		cur, err := e.repo.WatchHead(r.Context())
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() {
+			select {
+			case <-done.Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		cur, err := e.repo.WatchHead(ctx)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
 		fmt.Fprint(w, ": hello\n\n")
 		_ = rc.Flush()
-		for ev, err := range e.repo.Watch(r.Context(), "", cur) {
+		for ev, err := range e.repo.Watch(ctx, "", cur) {
 			if err != nil {
 				return
 			}
@@ -230,6 +242,7 @@ func (e *env) server(token string) *httptest.Server {
 	}))
 	srv := httptest.NewServer(mux)
 	e.t.Cleanup(srv.Close)
+	e.t.Cleanup(stop)
 	return srv
 }
 

@@ -197,10 +197,15 @@
     es.onerror = function () { if (status) { status.textContent = 'reconnecting'; status.className = 'live'; } };
   }
 
-  function init() {
-    takeToken();
+  function showAuth() {
     var auth = $('#auth');
     if (auth) auth.textContent = token() ? 'token set' : 'read-only';
+  }
+
+  function init() {
+    takeToken();
+    showAuth();
+    window.addEventListener('hashchange', function () { takeToken(); showAuth(); });
     document.addEventListener('submit', onSubmit);
     document.addEventListener('click', onClick);
     document.addEventListener('toggle', onToggle, true);

@@ -1,0 +1,349 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/uncaged/uwf/thread"
+)
+
+// The browser tests drive a real headless Chromium through chromedp: one
+// browser for the test binary, one tab per test. They skip when no browser
+// is found, except under CI=true, where they fail. UWF_CHROMIUM names the
+// browser binary; UWF_SCREENSHOTS, if set, is a folder that keeps the
+// screenshots (they are always written under the test's temp dir and named
+// in the log).
+
+var browser struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel func()
+	err    error
+}
+
+// chromiumPath finds the browser: $UWF_CHROMIUM, else the usual names on
+// $PATH.
+func chromiumPath() string {
+	if p := os.Getenv("UWF_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if browser.cancel != nil {
+		browser.cancel()
+	}
+	os.Exit(code)
+}
+
+// tab opens a new tab of the shared browser, closed when the test ends.
+func tab(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath()
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no Chromium found (set UWF_CHROMIUM or install chromium); under CI=true the browser tests must run")
+		}
+		t.Skip("no Chromium found: install chromium (Debian: apt-get install chromium) or set UWF_CHROMIUM to run the browser tests")
+	}
+	browser.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 900))
+		if os.Geteuid() == 0 {
+			opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+		}
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		browser.ctx, browser.cancel = bctx, func() { bcancel(); acancel() }
+		browser.err = chromedp.Do(bctx) // starts the browser
+	})
+	if browser.err != nil {
+		t.Fatalf("start %s: %v", path, browser.err)
+	}
+	ctx, cancel := chromedp.NewContext(browser.ctx)
+	ctx, cancel2 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancel2(); cancel() })
+	return ctx
+}
+
+// do runs chromedp actions, failing the test with a screenshot on error.
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		screenshot(t, ctx, "failed")
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		screenshot(t, ctx, "failed")
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// css selects by a CSS selector.
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// screenshot saves the page as a PNG under the test's temp dir (and
+// $UWF_SCREENSHOTS if set) and names it in the log.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	file := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + name + ".png"
+	path := filepath.Join(t.TempDir(), file)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Errorf("screenshot: %v", err)
+		return
+	}
+	t.Logf("screenshot: %s", path)
+	if dir := os.Getenv("UWF_SCREENSHOTS"); dir != "" {
+		_ = os.MkdirAll(dir, 0o755)
+		_ = os.WriteFile(filepath.Join(dir, file), png, 0o644)
+	}
+}
+
+// waitFor polls a JavaScript expression until it is true, up to d.
+func waitFor(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// waitPath waits until the page has navigated to a path starting with
+// prefix, tolerating the errors a navigation gives while it happens.
+func waitPath(t *testing.T, ctx context.Context, prefix string, d time.Duration) {
+	t.Helper()
+	var last string
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		p, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
+		if err == nil && strings.HasPrefix(p, prefix) {
+			return
+		}
+		last = p
+	}
+	screenshot(t, ctx, "failed")
+	t.Fatalf("the page did not go to %s... within %v (it is at %q)", prefix, d, last)
+}
+
+// untouched asserts that no payload ran: nothing set window.pwned and the
+// page is still at url.
+func untouched(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	if pwned := eval[string](t, ctx, `String(window.pwned)`); pwned != "undefined" {
+		t.Errorf("a payload ran: window.pwned = %s", pwned)
+	}
+	if href := eval[string](t, ctx, `location.href`); !strings.HasPrefix(href, url) {
+		t.Errorf("the page navigated to %s, want %s", href, url)
+	}
+}
+
+func TestBrowserThreadList(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("tok")
+	do(t, ctx, "open the thread list", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(css(`table.threads`)))
+	screenshot(t, ctx, "list")
+	if rows := eval[int](t, ctx, `document.querySelectorAll('table.threads tbody tr').length`); rows != 2 {
+		t.Errorf("the list shows %d threads, want 2", rows)
+	}
+	text := eval[string](t, ctx, `document.querySelector('table.threads').innerText`)
+	for _, want := range []string{e.synth, e.evil, "review-loop", "done", "active"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the list lacks %q:\n%s", want, text)
+		}
+	}
+	untouched(t, ctx, srv.URL)
+	do(t, ctx, "wait for the events stream", waitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second))
+	// A thread started meanwhile appears without a reload.
+	id, _, err := e.engine().Start(e.ctx, e.wf, "a thread started later", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "see the new thread in the list",
+		waitFor(fmt.Sprintf(`!!document.querySelector('tr[data-thread="%s"]')`, id), 30*time.Second))
+	screenshot(t, ctx, "list-live")
+}
+
+func TestBrowserThreadLive(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("tok")
+	info, err := e.eng.Show(e.ctx, e.synth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "open the synth thread", chromedp.Navigate(srv.URL+"/threads/"+e.synth), chromedp.WaitVisible(css(`#timeline`)))
+	screenshot(t, ctx, "synth")
+	if n := eval[int](t, ctx, `document.querySelectorAll('#timeline > li.entry').length`); n != info.Depth+1 {
+		t.Errorf("the timeline shows %d entries, want %d (start + %d)", n, info.Depth+1, info.Depth)
+	}
+	text := eval[string](t, ctx, `document.getElementById('timeline').innerText`)
+	for _, want := range []string{"planner", "developer", "reviewer", "EDGE PROMPT", "approved", "done"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the timeline lacks %q", want)
+		}
+	}
+	if roles := eval[string](t, ctx, `Array.from(document.querySelectorAll('svg.graph g.node text')).map(t => t.textContent).join(',')`); roles == "" {
+		t.Error("the thread page has no routing graph")
+	}
+
+	// Another handle on the store starts and steps a thread; its page
+	// shows each new step without a reload.
+	other := e.engine()
+	id, _, err := other.Start(e.ctx, e.wf, "live one", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "open the new thread",
+		chromedp.Navigate(srv.URL+"/threads/"+id),
+		chromedp.WaitVisible(css(`#timeline li[data-depth="0"]`)),
+		waitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second))
+	for depth := 1; depth <= 3; depth++ {
+		if _, err := other.Step(e.ctx, id, &thread.RunOptions{Agent: "synth"}); err != nil {
+			t.Fatal(err)
+		}
+		do(t, ctx, fmt.Sprintf("see step %d appear", depth),
+			waitFor(fmt.Sprintf(`!!document.querySelector('#timeline li[data-depth="%d"]')`, depth), 30*time.Second))
+	}
+	if !eval[bool](t, ctx, `performance.getEntriesByType('navigation').length === 1 && document.querySelectorAll('#timeline li.new').length === 3`) {
+		t.Error("the new steps did not arrive as live insertions into the open page")
+	}
+	screenshot(t, ctx, "live")
+}
+
+func TestBrowserWorkflowGraph(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("tok")
+	do(t, ctx, "open the workflow page", chromedp.Navigate(srv.URL+"/workflows/review-loop"), chromedp.WaitVisible(css(`svg.graph`)))
+	screenshot(t, ctx, "workflow")
+	labels := eval[string](t, ctx, `Array.from(document.querySelectorAll('svg.graph g.node text')).map(t => t.textContent).sort().join(',')`)
+	if want := "$END,$START,developer,planner,reviewer"; labels != want {
+		t.Errorf("the SVG's nodes are %q, want %q", labels, want)
+	}
+	edges := eval[string](t, ctx, `Array.from(document.querySelectorAll('svg.graph g.edge text')).map(t => t.textContent).sort().join(',')`)
+	if want := "approved,done,done,new,rejected"; edges != want {
+		t.Errorf("the SVG's edge labels are %q, want %q", edges, want)
+	}
+}
+
+func TestBrowserStartWithToken(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("s3cret-token")
+	// Without the token the API refuses, and the page says so.
+	do(t, ctx, "start without a token",
+		chromedp.Navigate(srv.URL+"/workflows/review-loop"),
+		chromedp.WaitVisible(css(`form.start textarea`)),
+		chromedp.SendKeys(css(`form.start textarea`), "no token"),
+		chromedp.Click(css(`form.start button`)),
+		waitFor(`!document.getElementById('flash').hidden`, 10*time.Second))
+	if msg := eval[string](t, ctx, `document.getElementById('flash').textContent`); !strings.Contains(msg, "401") || !strings.Contains(msg, "token") {
+		t.Errorf("the page says %q after a start without a token, want a 401 naming the token", msg)
+	}
+	do(t, ctx, "open with the token in the fragment",
+		chromedp.Navigate(srv.URL+"/workflows/review-loop#token=s3cret-token"),
+		chromedp.WaitVisible(css(`form.start textarea`)))
+	if stored := eval[string](t, ctx, `sessionStorage.getItem('uwf-token')`); stored != "s3cret-token" {
+		t.Errorf("sessionStorage holds %q, want the token", stored)
+	}
+	if href := eval[string](t, ctx, `location.href`); strings.Contains(href, "token") {
+		t.Errorf("the token stays in the address bar: %s", href)
+	}
+	do(t, ctx, "start a thread",
+		chromedp.SendKeys(css(`form.start textarea`), "Started from the page"),
+		chromedp.Click(css(`form.start button`)))
+	waitPath(t, ctx, "/threads/", 10*time.Second)
+	do(t, ctx, "open the started thread", chromedp.WaitVisible(css(`#timeline li[data-depth="0"]`)))
+	do(t, ctx, "see it run", waitFor(`!!document.querySelector('#timeline li[data-depth="2"]')`, 30*time.Second))
+	screenshot(t, ctx, "started")
+	text := eval[string](t, ctx, `document.getElementById('timeline').innerText`)
+	if !strings.Contains(text, "Started from the page") || !strings.Contains(text, "planner") {
+		t.Errorf("the started thread's page lacks its prompt or first role:\n%s", text)
+	}
+}
+
+// hostileDOM counts elements a payload would have brought into the page.
+const hostileDOM = `document.querySelectorAll('main script, main img, main iframe, main [onerror], main [onload], main meta, a[href^="javascript"]').length`
+
+// TestBrowserHostile opens every page that shows hostile store text (an
+// output, its body, a prompt, an edge prompt, stderr, a workflow's texts)
+// and a hostile step arriving over the events stream: all of it shows as
+// text, and none of it runs.
+func TestBrowserHostile(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("tok")
+	page := srv.URL + "/threads/" + e.evil
+	do(t, ctx, "open the hostile thread",
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(css(`#timeline li[data-depth="1"]`)),
+		waitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second),
+		waitFor(`(document.querySelectorAll('details.lazy').forEach(d => d.open = true), true)`, time.Second),
+		waitFor(`document.querySelectorAll('details.lazy .detail').length === document.querySelectorAll('details.lazy').length`, 10*time.Second))
+	screenshot(t, ctx, "thread")
+	untouched(t, ctx, page)
+	text := eval[string](t, ctx, `document.body.innerText`)
+	for _, want := range []string{"prompt: <script>window.pwned = 1</script>", "edge: <script>", "stderr: <script>", "assembled: <script>", "field: <script>", `<img src=x onerror="window.pwned=20">`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q as text", want)
+		}
+	}
+	if bad := eval[int](t, ctx, hostileDOM); bad != 0 {
+		t.Errorf("%d hostile elements made it into the DOM", bad)
+	}
+
+	// A hostile step arrives over the events stream.
+	info, err := e.eng.Show(e.ctx, e.evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addHostileStep(e.evil, info.Head, "second")
+	do(t, ctx, "see the hostile step arrive",
+		waitFor(`!!document.querySelector('#timeline li[data-depth="2"]')`, 30*time.Second),
+		waitFor(`(document.querySelectorAll('#timeline li[data-depth="2"] details.lazy').forEach(d => d.open = true), true)`, time.Second),
+		waitFor(`!!document.querySelector('#timeline li[data-depth="2"] details.lazy .detail')`, 10*time.Second))
+	screenshot(t, ctx, "live")
+	untouched(t, ctx, page)
+	if bad := eval[int](t, ctx, hostileDOM); bad != 0 {
+		t.Errorf("%d hostile elements made it into the DOM after the live step", bad)
+	}
+	if !strings.Contains(eval[string](t, ctx, `document.querySelector('#timeline li[data-depth="2"]').innerText`), "edge: <script>") {
+		t.Error("the live step does not show its edge prompt as text")
+	}
+	// Clicking every link the outputs rendered does nothing either: the
+	// sanitiser dropped their javascript: targets.
+	eval[int](t, ctx, `(() => { const as = document.querySelectorAll('.markdown a'); as.forEach(a => a.click()); return as.length; })()`)
+	untouched(t, ctx, page)
+
+	for _, p := range []string{"/", "/workflows/evil", "/workflows", "/threads/" + e.evil + "/forks"} {
+		do(t, ctx, "open "+p, chromedp.Navigate(srv.URL+p), chromedp.WaitReady(css(`main`)))
+		untouched(t, ctx, srv.URL+p)
+		if bad := eval[int](t, ctx, hostileDOM); bad != 0 {
+			t.Errorf("%s: %d hostile elements made it into the DOM", p, bad)
+		}
+	}
+	screenshot(t, ctx, "workflow")
+}

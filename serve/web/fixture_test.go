@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/registry"
@@ -45,7 +43,6 @@ type env struct {
 	synth   string // a review-loop thread run by synth to its end
 	evil    string // a thread whose every text is hostile
 	evilWF  cas.Hash
-	ids     atomic.Uint64
 	clockMs atomic.Int64
 }
 
@@ -74,9 +71,7 @@ func newEnv(t *testing.T) *env {
 // engine returns a new engine over the same store: another handle, as
 // another process would have.
 func (e *env) engine() *thread.Engine {
-	return thread.New(e.repo, &thread.Options{NewID: func() ulid.ULID {
-		return ulid.MustNew(uint64(e.clockMs.Load())+e.ids.Add(1), nil)
-	}})
+	return thread.New(e.repo, nil)
 }
 
 func (e *env) putWorkflow(file string, data []byte) cas.Hash {

@@ -414,7 +414,7 @@ func esc(s string) string { return html.EscapeString(s) }
 // SVG draws the layout as a standalone SVG document (no script, no external
 // reference; every label escaped). Nodes and edges carry classes the
 // viewer's stylesheet colours ("node role", "node start", "node end",
-// "node current", "edge", "edge back", "label"); the presentation
+// "node current", "edge", "edge back", "edge-label"); the presentation
 // attributes give a readable drawing without it.
 func (l *Layout) SVG() []byte {
 	var b bytes.Buffer
@@ -467,7 +467,7 @@ func (l *Layout) drawEdge(b *bytes.Buffer, i int, e *graphEdge, ports map[[2]str
 		fmt.Fprintf(&d, "M%s,%s C%s,%s %s,%s %s,%s", num(x), num(y-8), num(x+loopReach), num(y-22),
 			num(x+loopReach), num(y+22), num(x), num(y+8))
 		lx, ly = x+loopReach+4, y
-		fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#7a869a" stroke-width="1.4" marker-end="url(#arrow)"/><text class="label" x="%s" y="%s" dominant-baseline="central" font-family="system-ui, sans-serif" font-size="11" fill="#4a5568">%s</text></g>`+"\n",
+		fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#7a869a" stroke-width="1.4" marker-end="url(#arrow)"/><text class="edge-label" x="%s" y="%s" dominant-baseline="central" font-family="system-ui, sans-serif" font-size="11" fill="#4a5568">%s</text></g>`+"\n",
 			class, esc(e.from), esc(e.to), d.String(), num(lx), num(ly), esc(label))
 		return
 	}
@@ -501,6 +501,6 @@ func (l *Layout) drawEdge(b *bytes.Buffer, i int, e *graphEdge, ports map[[2]str
 		a, z = pts[k], pts[min(k+1, len(pts)-1)]
 	}
 	lx, ly = (a.x+z.x)/2, (a.y+z.y)/2
-	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#7a869a" stroke-width="1.4" marker-end="url(#arrow)"/><text class="label" x="%s" y="%s" text-anchor="middle" dominant-baseline="central" font-family="system-ui, sans-serif" font-size="11" fill="#4a5568" stroke="#ffffff" stroke-width="4" paint-order="stroke">%s</text></g>`+"\n",
+	fmt.Fprintf(b, `<g class="%s" data-from="%s" data-to="%s"><path d="%s" fill="none" stroke="#7a869a" stroke-width="1.4" marker-end="url(#arrow)"/><text class="edge-label" x="%s" y="%s" text-anchor="middle" dominant-baseline="central" font-family="system-ui, sans-serif" font-size="11" fill="#4a5568" stroke="#ffffff" stroke-width="4" paint-order="stroke">%s</text></g>`+"\n",
 		class, esc(e.from), esc(e.to), d.String(), num(lx), num(ly), esc(label))
 }

@@ -183,6 +183,7 @@
     if (!live || !window.EventSource) return;
     var watch = live.getAttribute('data-watch') || '';
     var id = watch.indexOf('threads/') === 0 ? watch.slice('threads/'.length) : '';
+    if (status) { status.hidden = false; status.textContent = 'connecting'; }
     var es = new EventSource('/api/v1/events');
     var timer = null;
     function onEvent(ev) {

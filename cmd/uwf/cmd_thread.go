@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -559,62 +558,6 @@ func (p *progressPrinter) finish() {
 	}
 }
 
-// threadJSON is a thread in --json output: an element of "thread list".
-type threadJSON struct {
-	ID           string   `json:"id"`
-	Status       string   `json:"status"`
-	Depth        int      `json:"depth"`
-	Head         cas.Hash `json:"head"`
-	Workflow     cas.Hash `json:"workflow"`
-	WorkflowName string   `json:"workflowName"`
-	Created      int64    `json:"created"`
-}
-
-// threadShowJSON is "thread show --json": a list element and more. Every
-// field is always present; lastFailure and origin.thread are null when
-// there is none.
-type threadShowJSON struct {
-	threadJSON
-	Prompt      string       `json:"prompt"`
-	Origin      originJSON   `json:"origin"`
-	LastFailure *failureJSON `json:"lastFailure"`
-}
-
-type originJSON struct {
-	Node   cas.Hash `json:"node"`
-	Depth  int      `json:"depth"`
-	Forked bool     `json:"forked"`
-	Thread *string  `json:"thread"`
-}
-
-type failureJSON struct {
-	Hash   cas.Hash `json:"hash"`
-	Head   cas.Hash `json:"head"`
-	Role   string   `json:"role"`
-	Agent  string   `json:"agent"`
-	Detail cas.Hash `json:"detail"`
-	Error  string   `json:"error"`
-	At     int64    `json:"at"`
-}
-
-func toThreadJSON(info *thread.Info) threadJSON {
-	return threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
-		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli()}
-}
-
-func toThreadShowJSON(info *thread.Info) threadShowJSON {
-	o := info.Origin
-	t := threadShowJSON{threadJSON: toThreadJSON(info), Prompt: info.Prompt,
-		Origin: originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
-	if o.ForkThread != "" {
-		t.Origin.Thread = &o.ForkThread
-	}
-	if f := info.LastFailure; f != nil {
-		t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
-	}
-	return t
-}
-
 func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) error {
 	id, err := threadArg(s, arg)
 	if err != nil {
@@ -631,7 +574,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		return err
 	}
 	if s.json {
-		return writeJSON(w, toThreadShowJSON(info))
+		return writeJSON(w, info.ShowJSON())
 	}
 	hn, err := e.Node(ctx, info.Head)
 	if err != nil {
@@ -690,9 +633,9 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		infos = append(infos, info)
 	}
 	if s.json {
-		out := []threadJSON{}
+		out := []thread.InfoJSON{}
 		for _, info := range infos {
-			out = append(out, toThreadJSON(info))
+			out = append(out, info.JSON())
 		}
 		err = writeJSON(w, out)
 	} else {
@@ -721,17 +664,6 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 		return err
 	}
 	defer closeStore()
-	type entry struct {
-		Depth  int      `json:"depth"`
-		Hash   cas.Hash `json:"hash"`
-		Kind   string   `json:"kind"`
-		Role   string   `json:"role,omitempty"`
-		Agent  string   `json:"agent,omitempty"`
-		Status string   `json:"status,omitempty"`
-		Mark   string   `json:"mark,omitempty"`
-		Reason string   `json:"reason,omitempty"`
-		Time   int64    `json:"time,omitempty"`
-	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	first := true
 	if s.json {
@@ -742,13 +674,7 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 			bw.Flush()
 			return err
 		}
-		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind, Status: n.Status}
-		switch n.Kind {
-		case thread.KindStep:
-			en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
-		case thread.KindMark:
-			en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
-		}
+		en := n.JSON()
 		if s.json {
 			if !first {
 				bw.WriteString(",\n")
@@ -791,12 +717,7 @@ func runThreadRead(ctx context.Context, w io.Writer, s *session, arg string, opt
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Text   string     `json:"text"`
-			Shown  int        `json:"shown"`
-			More   bool       `json:"more"`
-			Oldest hashOrNull `json:"oldest"`
-		}{r.Text, r.Shown, r.More, hashOrNull(r.Oldest)})
+		return writeJSON(w, r.JSON())
 	}
 	_, err = io.WriteString(w, r.Text)
 	return err
@@ -1002,40 +923,11 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	st, out, d, attempts := v.Step, v.Output, v.Detail, v.Attempts
 	prompt, raw, stderr := v.Prompt, v.Raw, v.Stderr
 	if s.json {
-		payload, err := rawJSON(out.Payload)
+		j, err := v.JSON()
 		if err != nil {
 			return err
 		}
-		skip := make([]string, len(st.Skip))
-		for i, sh := range st.Skip {
-			skip[i] = sh.String()
-		}
-		if attempts == nil {
-			attempts = []string{}
-		}
-		return writeJSON(w, struct {
-			Hash        cas.Hash        `json:"hash"`
-			Start       cas.Hash        `json:"start"`
-			Prev        hashOrNull      `json:"prev"`
-			Skip        []string        `json:"skip"`
-			Depth       int             `json:"depth"`
-			Role        string          `json:"role"`
-			Agent       string          `json:"agent"`
-			StartedAt   int64           `json:"startedAt"`
-			CompletedAt int64           `json:"completedAt"`
-			Output      cas.Hash        `json:"output"`
-			OutputType  cas.Hash        `json:"outputType"`
-			Value       json.RawMessage `json:"value"`
-			Detail      cas.Hash        `json:"detail"`
-			EdgePrompt  string          `json:"edgePrompt"`
-			ExitCode    int             `json:"exitCode"`
-			DurationMs  int64           `json:"durationMs"`
-			Prompt      string          `json:"prompt"`
-			Raw         string          `json:"raw"`
-			Stderr      string          `json:"stderr"`
-			Attempts    []string        `json:"attempts"`
-		}{h, st.Start, hashOrNull(st.Prev), skip, st.Depth, st.Role, st.Agent, st.StartedAt, st.CompletedAt,
-			st.Output, out.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, prompt, raw, stderr, attempts})
+		return writeJSON(w, j)
 	}
 	bw := bufio.NewWriter(w)
 	prev := "null"

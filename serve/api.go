@@ -36,9 +36,26 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/refs/{name...}", s.handleRef)
 	m.HandleFunc("GET /api/v1/events", s.handleEvents)
 	m.HandleFunc("POST /api/v1/session", s.handleSession)
-	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no route %s %s (see docs/HTTP.md)", r.Method, r.URL.Path)
-	})
+	m.HandleFunc("/api/", s.handleNoRoute)
+}
+
+// handleNoRoute answers what no route takes: 405 with Allow for a path a
+// route takes with another method, else 404.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		r2 := r.Clone(r.Context())
+		r2.Method = method
+		if _, p := s.mux.Handler(r2); p != "" && p != "/api/" {
+			allow = append(allow, method)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "%s %s: method not allowed (want %s)", r.Method, r.URL.Path, strings.Join(allow, " or "))
+		return
+	}
+	writeError(w, http.StatusNotFound, "no route %s %s (see docs/HTTP.md)", r.Method, r.URL.Path)
 }
 
 // Parsing of path and query values: each is checked strictly before it

@@ -386,3 +386,7 @@ func golden(t *testing.T, name, got string) {
 		}
 	}
 }
+
+func storeOpen(t *testing.T, url string) (*cas.Repo, func(), error) {
+	return store.Open(t.Context(), url, nil)
+}

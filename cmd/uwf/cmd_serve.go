@@ -56,7 +56,7 @@ func runServe(c *cli.Context, s *session) error {
 	}
 	// Request logs at info unless --log-level says otherwise.
 	log := s.log
-	if !c.IsSet("log-level") {
+	if !c.IsSet("log-level") || c.String("log-level") == "" {
 		log = slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	cfg, err := s.config()

@@ -264,6 +264,33 @@ step the fork with --agent replay:<thread>.`,
 				}),
 			},
 			{
+				Name:      "watch",
+				Usage:     "follow a thread live, printing its steps as they land (from any process)",
+				ArgsUsage: "<thread> | --latest",
+				Description: `Prints the thread's last -n chain nodes, then each new one as it lands,
+as "thread run" prints them (with --json one event per line), whichever
+process steps the thread. Exits when the thread is done or killed; a
+suspended thread is followed on (it may be resumed). --latest follows the
+newest thread.`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "latest", Usage: "follow the newest thread"},
+					&cli.IntFlag{Name: "n", Usage: "first print the last `N` nodes (0: all)", Value: 10},
+				},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if c.Bool("latest") {
+						if err := wantArgs(c, 0, 0, ""); err != nil {
+							return err
+						}
+					} else if err := wantArgs(c, 1, 1, "<thread> (or --latest)"); err != nil {
+						return err
+					}
+					if c.Int("n") < 0 {
+						return usageErrorf(s.cmd, "invalid -n %d: want 0 or more", c.Int("n"))
+					}
+					return runThreadWatch(c, s, c.Args().First(), c.Int("n"))
+				}),
+			},
+			{
 				Name:        "log",
 				Usage:       "show a thread's ref log",
 				ArgsUsage:   "<thread>",
@@ -281,6 +308,91 @@ step the fork with --agent replay:<thread>.`,
 			},
 		},
 	}
+}
+
+func runThreadWatch(c *cli.Context, s *session, arg string, last int) error {
+	ctx := c.Context
+	var id string
+	if arg != "" {
+		var err error
+		if id, err = threadArg(s, arg); err != nil {
+			return err
+		}
+	}
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	e := s.engine(repo)
+	if id == "" {
+		infos, err := e.List(ctx, thread.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("no thread to watch: %w", cas.ErrNotFound)
+		}
+		id = infos[0].ID
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return err
+	}
+	from := 0
+	if last > 0 {
+		from = max(0, hn.Depth()-last+1)
+	}
+	if _, err := repo.WatchHead(ctx); err != nil {
+		return err
+	}
+	pr := newProgress(c.App.Writer, c.App.ErrWriter, s.json)
+	defer pr.finish()
+	pr.begin(id)
+	for en, err := range e.Follow(ctx, id, from) {
+		if err != nil {
+			return err
+		}
+		if stop := pr.node(id, en); stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+// node prints a chain node as the step loop's event for it, and reports
+// whether the thread stopped for good (done or killed).
+func (p *progressPrinter) node(id string, en *thread.StepEntry) bool {
+	ev := thread.Event{Thread: id, Depth: en.Depth(), Head: en.Hash}
+	switch {
+	case en.Step != nil:
+		st := en.Step
+		ev.Type, ev.Role, ev.Agent, ev.Status = thread.EventStep, st.Role, st.Agent, en.Status
+		ev.Elapsed = time.Duration(st.CompletedAt-st.StartedAt) * time.Millisecond
+		ev.Ms = ev.Elapsed.Milliseconds()
+	case en.Mark != nil:
+		ev.Type, ev.Reason = en.Mark.Mark, en.Mark.Reason
+	default:
+		return false // the start: "thread <id>" was printed
+	}
+	switch ev.Type {
+	case thread.MarkKilled, thread.MarkResumed:
+		// Marks the step loop never makes: printed here alike.
+		p.mu.Lock()
+		if p.json {
+			writeJSON(p.w, ev)
+		} else {
+			fmt.Fprintf(p.w, "%d %s: %s\n", ev.Depth, ev.Type, oneLine(ev.Reason))
+		}
+		p.mu.Unlock()
+	default:
+		p.event(ev)
+	}
+	return ev.Type == thread.MarkDone || ev.Type == thread.MarkKilled
 }
 
 // threadArg checks a thread id argument: a bad one is a usage error.

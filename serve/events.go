@@ -213,7 +213,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(Heartbeat)
 	defer beat.Stop()
 	for {
-		if fl != nil {
+		// Flush once the burst is written: events already waiting go out
+		// in the same write.
+		if fl != nil && len(items) == 0 && len(notes) == 0 {
 			fl.Flush()
 		}
 		select {

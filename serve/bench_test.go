@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -254,16 +255,25 @@ func BenchmarkThreadList(b *testing.B) {
 	report(b, api, lib)
 }
 
-// BenchmarkEvents: 100 events subscribers and 8 writers on the memory
-// store; the delay from each ref move (the compare-and-swap call) to its
-// delivery to each subscriber, median and p99.
+// BenchmarkEvents: 100 events subscribers and 8 writers on each backend;
+// the delay from each ref move (the compare-and-swap call) to its delivery
+// to each subscriber, median and p99. A backend whose refs cannot be
+// watched yet is skipped.
 func BenchmarkEvents(b *testing.B) {
-	const subscribers, writers, moves = 100, 8, 25
-	mem := cas.NewMemStore(nil)
-	repo, err := cas.Open(b.Context(), mem, mem.Refs(), nil)
-	if err != nil {
-		b.Fatal(err)
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) {
+			repo, _ := openRepo(b, backend, &clock{t: time.Now()})
+			if _, err := repo.WatchHead(b.Context()); errors.Is(err, cas.ErrWatchUnsupported) {
+				b.Skipf("this backend's refs cannot be watched yet: %v", err)
+			}
+			benchEvents(b, repo)
+		})
 	}
+}
+
+func benchEvents(b *testing.B, repo *cas.Repo) {
+	const subscribers, writers, moves = 100, 8, 25
+	var err error
 	base := benchServer(b, repo)
 	targets := make([]cas.Hash, moves)
 	for i := range targets {

@@ -64,7 +64,7 @@ type env struct {
 var backends = []string{"memory", "disk", "postgres"}
 
 // openRepo opens a store of the backend for t.
-func openRepo(t *testing.T, backend string, c *clock) (*cas.Repo, string) {
+func openRepo(t testing.TB, backend string, c *clock) (*cas.Repo, string) {
 	t.Helper()
 	switch backend {
 	case "memory":

@@ -6,10 +6,11 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
 	stop()
 	os.Exit(exitCode(os.Stderr, err))

@@ -14,12 +14,13 @@ import (
 	"github.com/uncaged/uwf/thread"
 )
 
-// CSP is the Content-Security-Policy of every response of the viewer:
-// scripts and styles only from the page's own origin (no inline script, no
-// eval), connections only back to it, images from it or inline data, no
-// plugin, no frame, no base or form target elsewhere.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+// CSP is the Content-Security-Policy of every response of the viewer (the
+// same as package serve's): nothing by default, scripts and styles only
+// from the page's own origin (no inline script, no eval), connections only
+// back to it, images from it or inline data, no plugin, no frame, no base
+// or form target elsewhere.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
 
 //go:embed templates/*.html
 var templateFS embed.FS
@@ -112,6 +113,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
 	h.mux.ServeHTTP(w, r)
+}
+
+// signInPage is the sign-in page: it holds no store data.
+var signInPage = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/signin.html"))
+
+// SignIn answers 401 with the sign-in page, for a server bound beyond
+// loopback when a viewer page is asked for without the token or the
+// session cookie. The page holds no store data: its script takes the token
+// from the URL fragment, calls POST /api/v1/session (which sets the
+// cookie) and loads the page again.
+func SignIn(w http.ResponseWriter, r *http.Request) {
+	var b bytes.Buffer
+	if err := signInPage.ExecuteTemplate(&b, "signin.html", struct{ Title string }{"Sign in"}); err != nil {
+		http.Error(w, "sign in: open the address uwf serve printed (it ends in #token=...)", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Security-Policy", CSP)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = w.Write(b.Bytes())
 }
 
 // noListing refuses a directory (no listing of the embedded files).

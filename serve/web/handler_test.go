@@ -96,7 +96,7 @@ func TestCSP(t *testing.T) {
 			t.Errorf("CSP %q allows %q", web.CSP, bad)
 		}
 	}
-	for _, need := range []string{"default-src 'self'", "script-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"} {
+	for _, need := range []string{"default-src 'none'", "script-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"} {
 		if !strings.Contains(web.CSP, need) {
 			t.Errorf("CSP %q lacks %q", web.CSP, need)
 		}

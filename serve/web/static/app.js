@@ -184,6 +184,11 @@
     var watch = live.getAttribute('data-watch') || '';
     var id = watch.indexOf('threads/') === 0 ? watch.slice('threads/'.length) : '';
     if (status) { status.hidden = false; status.textContent = 'connecting'; }
+    // Beyond loopback the stream needs the session cookie; on loopback
+    // the call is harmless. Either way the stream opens after it.
+    var ready = token() ? api('POST', '/api/v1/session').catch(function () {}) : Promise.resolve();
+    ready.then(function () { open(); });
+    function open() {
     var es = new EventSource('/api/v1/events');
     var timer = null;
     function onEvent(ev) {
@@ -193,9 +198,18 @@
       timer = setTimeout(refresh, 150);
     }
     es.onmessage = onEvent;
+    // This server's own step loops say which role is running.
+    es.addEventListener('progress', function (ev) {
+      var el = $('#running'), p = null;
+      try { p = JSON.parse(ev.data); } catch (e) { return; }
+      if (!el || !id || !p || p.thread !== id) return;
+      el.hidden = p.type !== 'running';
+      el.textContent = p.type === 'running' ? String(p.role || '') + ' is running (' + String(p.agent || '') + ')…' : '';
+    });
     ['ref', 'move', 'thread', 'step', 'update'].forEach(function (n) { es.addEventListener(n, onEvent); });
     es.onopen = function () { if (status) { status.textContent = 'live'; status.className = 'live on'; } };
     es.onerror = function () { if (status) { status.textContent = 'reconnecting'; status.className = 'live'; } };
+    }
   }
 
   function showAuth() {
@@ -203,9 +217,20 @@
     if (auth) auth.textContent = token() ? 'token set' : 'read-only';
   }
 
+  // signIn: on the sign-in page (a server beyond loopback), trade the
+  // token for the session cookie and load the page again.
+  function signIn() {
+    var msg = $('#signin-msg');
+    if (!token()) return;
+    if (msg) msg.textContent = 'Signing in…';
+    api('POST', '/api/v1/session').then(function () { location.reload(); })
+      .catch(function (err) { if (msg) msg.textContent = err.message; });
+  }
+
   function init() {
     takeToken();
     showAuth();
+    if ($('#signin')) { signIn(); return; }
     window.addEventListener('hashchange', function () { takeToken(); showAuth(); });
     document.addEventListener('submit', onSubmit);
     document.addEventListener('click', onClick);

@@ -136,7 +136,7 @@ func New(repo *cas.Repo, opts *Options) (*Server, error) {
 	if s.opts.Web != nil {
 		s.opts.Web(s.mux)
 	} else {
-		web.Register(s.mux)
+		web.Register(s.mux, s.eng, &web.Options{Logger: s.log})
 	}
 	return s, nil
 }

@@ -1,15 +1,24 @@
 // Package web is the viewer `uwf serve` serves at /: pages embedded in the
-// binary that read the JSON API under /api/v1/.
+// binary, over the thread engine the API uses.
 package web
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+
+	"github.com/uncaged/uwf/thread"
 )
+
+// Options configure the viewer; nil means defaults.
+type Options struct {
+	// Logger receives debug events; nil discards them.
+	Logger *slog.Logger
+}
 
 // Register mounts the viewer's pages on mux. The API under /api/v1/ is
 // the server's; every other GET path is the viewer's.
-func Register(mux *http.ServeMux) {
+func Register(mux *http.ServeMux, eng *thread.Engine, opts *Options) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, page)

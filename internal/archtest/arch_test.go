@@ -57,7 +57,8 @@ var internalAllowed = map[string][]string{
 var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "github.com/jackc/pgx/v5", "examples"}
 
 // testOnly lists what one package's tests may import besides testAlso:
-// the viewer's tests drive a real headless Chromium.
+// the viewer's tests drive a real headless Chromium; serve's tests make
+// thread IDs of their own (fixed, for golden files).
 var testOnly = map[string][]string{
 	"serve/web": {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"},
 	"serve":     {"github.com/oklog/ulid/v2"},

@@ -43,9 +43,10 @@ var allowed = map[string][]string{
 // internalAllowed lists what internal helpers may import besides the
 // standard library and each other; one not listed may use only those.
 var internalAllowed = map[string][]string{
-	"internal/yamldoc":    {"cas", "gopkg.in/yaml.v3"}, // registry's and config's YAML files
-	"internal/atomicfile": {"golang.org/x/sys"},        // renameat2, syncfs, flock on every Unix architecture
-	"internal/pgtest":     {"github.com/jackc/pgx/v5"}, // tests' schemas on the test server, dropped after
+	"internal/yamldoc":     {"cas", "gopkg.in/yaml.v3"},      // registry's and config's YAML files
+	"internal/atomicfile":  {"golang.org/x/sys"},             // renameat2, syncfs, flock on every Unix architecture
+	"internal/pgtest":      {"github.com/jackc/pgx/v5"},      // tests' schemas on the test server, dropped after
+	"internal/browsertest": {"github.com/chromedp/chromedp"}, // the viewer's tests in a real headless Chromium
 }
 
 // testAlso lists what the tests of every package may import besides what
@@ -60,8 +61,8 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 // the viewer's tests drive a real headless Chromium; serve's tests make
 // thread IDs of their own (fixed, for golden files).
 var testOnly = map[string][]string{
-	"serve/web": {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"},
-	"serve":     {"github.com/oklog/ulid/v2"},
+	"serve/web": {"github.com/chromedp/chromedp"},
+	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 }
 
 // testNever lists what a package's tests may not import even so: the

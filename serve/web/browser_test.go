@@ -4,159 +4,35 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/uncaged/uwf/internal/browsertest"
 	"github.com/uncaged/uwf/thread"
 )
 
-// The browser tests drive a real headless Chromium through chromedp: one
-// browser for the test binary, one tab per test. They skip when no browser
-// is found, except under CI=true, where they fail. UWF_CHROMIUM names the
-// browser binary; UWF_SCREENSHOTS, if set, is a folder that keeps the
-// screenshots (they are always written under the test's temp dir and named
-// in the log).
+// The browser tests drive a real headless Chromium (see
+// internal/browsertest): they skip without one, except under CI=true.
 
-var browser struct {
-	once   sync.Once
-	ctx    context.Context
-	cancel func()
-	err    error
-}
+func TestMain(m *testing.M) { os.Exit(browsertest.Main(m)) }
 
-// chromiumPath finds the browser: $UWF_CHROMIUM, else the usual names on
-// $PATH.
-func chromiumPath() string {
-	if p := os.Getenv("UWF_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+var (
+	tab        = browsertest.Tab
+	do         = browsertest.Do
+	css        = browsertest.CSS
+	screenshot = browsertest.Screenshot
+	waitFor    = browsertest.WaitFor
+	waitPath   = browsertest.WaitPath
+	untouched  = browsertest.Untouched
+	hostileDOM = browsertest.HostileDOM
+)
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if browser.cancel != nil {
-		browser.cancel()
-	}
-	os.Exit(code)
-}
-
-// tab opens a new tab of the shared browser, closed when the test ends.
-func tab(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath()
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no Chromium found (set UWF_CHROMIUM or install chromium); under CI=true the browser tests must run")
-		}
-		t.Skip("no Chromium found: install chromium (Debian: apt-get install chromium) or set UWF_CHROMIUM to run the browser tests")
-	}
-	browser.once.Do(func() {
-		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1280, 900))
-		if os.Geteuid() == 0 {
-			opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
-		}
-		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-		bctx, bcancel := chromedp.NewContext(actx)
-		browser.ctx, browser.cancel = bctx, func() { bcancel(); acancel() }
-		browser.err = chromedp.Do(bctx) // starts the browser
-	})
-	if browser.err != nil {
-		t.Fatalf("start %s: %v", path, browser.err)
-	}
-	ctx, cancel := chromedp.NewContext(browser.ctx)
-	ctx, cancel2 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancel2(); cancel() })
-	return ctx
-}
-
-// do runs chromedp actions, failing the test with a screenshot on error.
-func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		screenshot(t, ctx, "failed")
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// eval evaluates a JavaScript expression in the page.
 func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		screenshot(t, ctx, "failed")
-		t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// css selects by a CSS selector.
-func css(s string) chromedp.CSS { return chromedp.CSS(s) }
-
-// screenshot saves the page as a PNG under the test's temp dir (and
-// $UWF_SCREENSHOTS if set) and names it in the log.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	file := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + name + ".png"
-	path := filepath.Join(t.TempDir(), file)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Errorf("screenshot: %v", err)
-		return
-	}
-	t.Logf("screenshot: %s", path)
-	if dir := os.Getenv("UWF_SCREENSHOTS"); dir != "" {
-		_ = os.MkdirAll(dir, 0o755)
-		_ = os.WriteFile(filepath.Join(dir, file), png, 0o644)
-	}
-}
-
-// waitFor polls a JavaScript expression until it is true, up to d.
-func waitFor(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(d), chromedp.WithPollingInterval(100*time.Millisecond))
-}
-
-// waitPath waits until the page has navigated to a path starting with
-// prefix, tolerating the errors a navigation gives while it happens.
-func waitPath(t *testing.T, ctx context.Context, prefix string, d time.Duration) {
-	t.Helper()
-	var last string
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		p, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
-		if err == nil && strings.HasPrefix(p, prefix) {
-			return
-		}
-		last = p
-	}
-	screenshot(t, ctx, "failed")
-	t.Fatalf("the page did not go to %s... within %v (it is at %q)", prefix, d, last)
-}
-
-// untouched asserts that no payload ran: nothing set window.pwned and the
-// page is still at url.
-func untouched(t *testing.T, ctx context.Context, url string) {
-	t.Helper()
-	if pwned := eval[string](t, ctx, `String(window.pwned)`); pwned != "undefined" {
-		t.Errorf("a payload ran: window.pwned = %s", pwned)
-	}
-	if href := eval[string](t, ctx, `location.href`); !strings.HasPrefix(href, url) {
-		t.Errorf("the page navigated to %s, want %s", href, url)
-	}
+	return browsertest.Eval[T](t, ctx, expr)
 }
 
 func TestBrowserThreadList(t *testing.T) {
@@ -284,9 +160,6 @@ func TestBrowserStartWithToken(t *testing.T) {
 		t.Errorf("the started thread's page lacks its prompt or first role:\n%s", text)
 	}
 }
-
-// hostileDOM counts elements a payload would have brought into the page.
-const hostileDOM = `document.querySelectorAll('main script, main img, main iframe, main [onerror], main [onload], main meta, a[href^="javascript"]').length`
 
 // TestBrowserHostile opens every page that shows hostile store text (an
 // output, its body, a prompt, an edge prompt, stderr, a workflow's texts)

@@ -189,7 +189,7 @@
     var ready = token() ? api('POST', '/api/v1/session').catch(function () {}) : Promise.resolve();
     ready.then(function () { open(); });
     function open() {
-    var es = new EventSource('/api/v1/events');
+    var es = new EventSource('/api/v1/events' + (id ? '?thread=' + encodeURIComponent(id) : ''));
     var timer = null;
     function onEvent(ev) {
       var data = String(ev.data || '');

@@ -207,7 +207,13 @@
       el.textContent = p.type === 'running' ? String(p.role || '') + ' is running (' + String(p.agent || '') + ')…' : '';
     });
     ['ref', 'move', 'thread', 'step', 'update'].forEach(function (n) { es.addEventListener(n, onEvent); });
-    es.onopen = function () { if (status) { status.textContent = 'live'; status.className = 'live on'; } };
+    // What moved between rendering the page and opening the stream is
+    // not in the stream: fetch the live part once it is open (and after
+    // every reconnection, which resumes from the last id anyway).
+    es.onopen = function () {
+      if (status) { status.textContent = 'live'; status.className = 'live on'; }
+      refresh();
+    };
     es.onerror = function () { if (status) { status.textContent = 'reconnecting'; status.className = 'live'; } };
     }
   }

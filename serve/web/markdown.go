@@ -7,7 +7,10 @@ import (
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
 )
 
 // maxMarkdown bounds the text rendered as markdown; a longer text is shown
@@ -16,9 +19,13 @@ const maxMarkdown = 1 << 20
 
 var (
 	// md renders CommonMark with GitHub tables, strikethrough and task
-	// lists. Raw HTML is off (goldmark's default: it is left out, a
-	// comment says so); links keep their URLs, which the sanitiser checks.
-	md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList))
+	// lists. Raw HTML is off: it is shown as the text it is (goldmark
+	// would leave it out, and a reader would lose what an agent wrote);
+	// links keep their URLs, which the sanitiser checks.
+	md = goldmark.New(
+		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 1))),
+	)
 
 	policyOnce sync.Once
 	policy     *bluemonday.Policy
@@ -56,4 +63,40 @@ func RenderMarkdown(src string) template.HTML {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
 	return template.HTML(sanitiser().SanitizeBytes(b.Bytes()))
+}
+
+// rawAsText renders raw HTML, inline or as a block, as escaped text. Its
+// priority (1, before goldmark's HTML renderer at 1000) makes it the one
+// that renders those kinds.
+type rawAsText struct{}
+
+func (rawAsText) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindRawHTML, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if entering {
+			segs := n.(*ast.RawHTML).Segments
+			for i := range segs.Len() {
+				seg := segs.At(i)
+				template.HTMLEscape(w, seg.Value(src))
+			}
+		}
+		return ast.WalkSkipChildren, nil
+	})
+	reg.Register(ast.KindHTMLBlock, func(w util.BufWriter, src []byte, n ast.Node, entering bool) (ast.WalkStatus, error) {
+		b := n.(*ast.HTMLBlock)
+		if entering {
+			_, _ = w.WriteString("<p>")
+			lines := b.Lines()
+			for i := range lines.Len() {
+				line := lines.At(i)
+				template.HTMLEscape(w, line.Value(src))
+			}
+			return ast.WalkContinue, nil
+		}
+		if b.HasClosure() {
+			line := b.ClosureLine
+			template.HTMLEscape(w, line.Value(src))
+		}
+		_, _ = w.WriteString("</p>\n")
+		return ast.WalkContinue, nil
+	})
 }

@@ -18,16 +18,17 @@ func TestRenderMarkdown(t *testing.T) {
 		{"heading and list", "# Plan\n\n- one\n- two\n", []string{"<h1", "Plan</h1>", "<li>one</li>"}, nil},
 		{"table", "| a | b |\n|---|---|\n| 1 | 2 |\n", []string{"<table>", "<td>1</td>"}, nil},
 		{"code keeps its text", "```\n<script>x</script>\n```\n", []string{"&lt;script&gt;x&lt;/script&gt;"}, []string{"<script"}},
-		{"raw script", "hi <script>window.pwned=1</script> there", []string{"hi"}, []string{"<script", "pwned=1</script"}},
-		{"raw img onerror", `<img src=x onerror="window.pwned=1">`, nil, []string{"onerror", "<img"}},
+		{"raw script shows as text", "hi <script>window.pwned=1</script> there", []string{"hi &lt;script&gt;window.pwned=1&lt;/script&gt; there"}, []string{"<script"}},
+		{"raw img shows as text", `<img src=x onerror="window.pwned=1">`, []string{"&lt;img src=x onerror="}, []string{"<img"}},
+		{"html block shows as text", "<div>\n<script>x()</script>\n</div>\n\nafter", []string{"&lt;div&gt;", "&lt;script&gt;x()", "<p>after</p>"}, []string{"<div", "<script"}},
 		{"javascript link", "[click](javascript:window.pwned=1)", []string{"click"}, []string{"javascript:"}},
 		{"javascript autolink", "<javascript:alert(1)>", nil, []string{`href="javascript`}},
 		{"data link", "[x](data:text/html;base64,PHNjcmlwdD4=)", nil, []string{"data:text/html"}},
 		{"image with onerror in title", `![a](x.png "\" onerror=\"alert(1)")`, nil, []string{" onerror="}},
 		{"http link is kept", "[ok](https://example.com/a)", []string{`href="https://example.com/a"`, `rel="nofollow noreferrer"`}, nil},
-		{"style attribute", `<p style="background:url(javascript:alert(1))">x</p>`, nil, []string{"style=", "javascript:"}},
+		{"style attribute", `<p style="background:url(javascript:alert(1))">x</p>`, []string{"&lt;p style="}, []string{`style="`, "<p style"}},
 		{"iframe", `<iframe src="https://evil.example"></iframe>`, nil, []string{"<iframe"}},
-		{"svg", `<svg onload=alert(1)><script>alert(1)</script></svg>`, nil, []string{"<svg", "onload", "<script"}},
+		{"svg shows as text", `<svg onload=alert(1)><script>alert(1)</script></svg>`, []string{"&lt;svg onload"}, []string{"<svg", "<script"}},
 		{"entity-encoded javascript", "[x](&#106;avascript:alert(1))", nil, []string{"javascript:", `href="&#106;`}},
 	}
 	for _, tc := range tests {
@@ -36,6 +37,11 @@ func TestRenderMarkdown(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("RenderMarkdown(%q) = %q, want it to contain %q", tc.in, got, w)
+				}
+			}
+			for _, tag := range tagRE.FindAllString(strings.ToLower(got), -1) {
+				if badTagRE.MatchString(tag) {
+					t.Errorf("RenderMarkdown(%q) = %q lets through %q", tc.in, got, tag)
 				}
 			}
 			low := strings.ToLower(got)

@@ -416,13 +416,17 @@ func fields(payload any) []field {
 	return out
 }
 
-// pretty is v as indented JSON.
+// pretty is v as indented JSON, with <, > and & as they are (the page
+// escapes them).
 func pretty(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // nextRole is the role an active thread runs next: routed from its head

@@ -232,6 +232,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if onlyThread != "" && n.thread != onlyThread {
 				continue
 			}
+			if wfFilter != "" {
+				of, known := wfOf[n.thread]
+				if !known {
+					if head, err := s.eng.Head(ctx, n.thread); err == nil {
+						of = s.nodeOfWorkflow(ctx, head, wfFilter)
+						wfOf[n.thread] = of
+					}
+				}
+				if !of {
+					continue
+				}
+			}
 			data, _ := json.Marshal(n.data)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", n.event, data)
 		case <-beat.C:
@@ -259,6 +271,12 @@ func (s *Server) threadOfWorkflow(ctx context.Context, ev cas.Event, wf string) 
 		}
 		h = f.Head
 	}
+	return s.nodeOfWorkflow(ctx, h, wf)
+}
+
+// nodeOfWorkflow reports whether chain node h (a start, step or mark) is
+// of a thread of workflow wf (a name or a hash).
+func (s *Server) nodeOfWorkflow(ctx context.Context, h cas.Hash, wf string) bool {
 	n, err := s.eng.Node(ctx, h)
 	if err != nil {
 		return false

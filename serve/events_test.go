@@ -169,6 +169,7 @@ func TestEventsProgress(t *testing.T) {
 	e := newEnv(t, "memory")
 	e.reviewLoop()
 	s := e.subscribeOrSkip("/api/v1/events", "")
+	otherWF := e.subscribeOrSkip("/api/v1/events?workflow=other", "")
 	r := e.do("POST", "/api/v1/threads", `{"workflow":"review-loop","prompt":"p","agent":"synth"}`, true)
 	if r.status != http.StatusAccepted {
 		t.Fatalf("start: %d %s", r.status, r.body)
@@ -206,6 +207,11 @@ func TestEventsProgress(t *testing.T) {
 				}
 				if progress < j.Steps || refs != j.Steps+1 {
 					t.Errorf("%d progress and %d ref events for %d steps (want a ref event for the start and each)", progress, refs, j.Steps)
+				}
+				for _, name := range []string{"progress", "ref", "job"} {
+					if ev, ok := otherWF.next(name, 100*time.Millisecond); ok {
+						t.Errorf("?workflow=other got a %s event of a review-loop thread: %s", name, ev.data)
+					}
 				}
 				return
 			}

@@ -81,8 +81,9 @@ func TestBodyLimit(t *testing.T) {
 }
 
 // TestBeyondLoopback: binding beyond loopback needs an explicit token, and
-// then every API request needs it, as a bearer header or (reads) as the
-// events cookie a token-checked call sets.
+// then every request needs it, as a bearer header or (reads) as the
+// cookie a token-checked call sets; a page asked for without it gets the
+// bootstrap page, whose script alone needs no token.
 func TestBeyondLoopback(t *testing.T) {
 	srv, err := serve.New(newEnv(t, "memory").repo, &serve.Options{Root: t.TempDir()})
 	if err != nil {
@@ -111,7 +112,7 @@ func TestBeyondLoopback(t *testing.T) {
 		t.Fatalf("the session call: %d %s", r.status, r.body)
 	}
 	cookie := r.header.Get("Set-Cookie")
-	for _, want := range []string{serve.CookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/api/v1/"} {
+	for _, want := range []string{serve.CookieName + "=", "HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(cookie, want) {
 			t.Errorf("Set-Cookie %q lacks %q", cookie, want)
 		}
@@ -122,6 +123,15 @@ func TestBeyondLoopback(t *testing.T) {
 	pair, _, _ := strings.Cut(cookie, ";")
 	if r := e.do("GET", "/api/v1/threads", "", false, "Cookie: "+pair); r.status != http.StatusOK {
 		t.Errorf("a read with the events cookie: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/", "", false, "Cookie: "+pair); r.status != http.StatusOK {
+		t.Errorf("a page with the cookie: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/", "", false); r.status != http.StatusUnauthorized || !strings.Contains(r.body, `<script src="/auth.js">`) {
+		t.Errorf("a page without the token: %d %s, want 401 and the bootstrap page", r.status, r.body)
+	}
+	if r := e.do("GET", "/auth.js", "", false); r.status != http.StatusOK || !strings.Contains(r.body, "/api/v1/session") {
+		t.Errorf("the bootstrap script without the token: %d %s", r.status, r.body)
 	}
 	if r := e.do("GET", "/api/v1/threads", "", false, "Cookie: "+serve.CookieName+"=forged"); r.status != http.StatusUnauthorized {
 		t.Errorf("a read with a forged cookie: %d", r.status)

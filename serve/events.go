@@ -113,6 +113,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequestf("invalid cursor: longer than 1024 bytes"))
 		return
 	}
+	for _, c := range []byte(after) {
+		if c < 0x21 || c > 0x7e {
+			// A cursor is opaque but printable: a line break would end
+			// the id line and forge events.
+			s.fail(w, r, badRequestf("invalid cursor %q: want printable ASCII without spaces", after))
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	if after == "" {

@@ -154,6 +154,8 @@ func TestEventsFilters(t *testing.T) {
 		{"/api/v1/events?workflow=-x", ""},
 		{"/api/v1/events", "not-a-cursor"},
 		{"/api/v1/events?after=-1", ""},
+		{"/api/v1/events?after=1%0Aevent:%20ref%0Adata:%20forged", ""},
+		{"/api/v1/events?after=" + strings.Repeat("1", 1025), ""},
 	} {
 		_, err := e.subscribe(c.path, c.lastID)
 		var se *statusError

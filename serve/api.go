@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/refs/{name...}", s.handleRef)
 	m.HandleFunc("GET /api/v1/events", s.handleEvents)
 	m.HandleFunc("POST /api/v1/session", s.handleSession)
+	m.HandleFunc("GET "+bootstrapPath, s.handleBootstrap)
 	m.HandleFunc("/api/", s.handleNoRoute)
 }
 

@@ -141,6 +141,8 @@ func testAPI(t *testing.T, backend string) {
 		{"GET", "/api/v1/refs/threads/" + b, "", false, 200},
 		{"POST", "/api/v1/threads", `{"workflow":"nope","prompt":"x"}`, true, 404},
 		{"POST", "/api/v1/threads", `{"prompt":"x"}`, true, 400},
+		{"POST", "/api/v1/threads", `{"workflow":"/etc/passwd","prompt":"x"}`, true, 400},
+		{"POST", "/api/v1/threads", `{"workflow":"../review-loop.yaml","prompt":"x"}`, true, 400},
 		{"POST", "/api/v1/threads", `{"workflow":"review-loop","prompt":"x","cwd":"../etc"}`, true, 400},
 		{"POST", "/api/v1/threads", `{"workflow":"review-loop","prompt":"x","cwd":"/etc"}`, true, 400},
 		{"POST", "/api/v1/threads", `{"workflow":"review-loop","prompt":"x","cwd":"missing"}`, true, 400},

@@ -2,16 +2,16 @@ package serve
 
 import (
 	"crypto/subtle"
+	"io"
 	"net"
 	"net/http"
 	"strings"
-
-	"github.com/uncaged/uwf/serve/web"
 )
 
-// CookieName is the events cookie: set by POST /api/v1/session (a
-// token-checked call), it lets a browser's EventSource, which cannot send
-// a header, read the events stream of a server bound beyond loopback.
+// CookieName is the session cookie: set by POST /api/v1/session (a
+// token-checked call), it lets a browser's page loads and EventSource,
+// which cannot send a header, read a server bound beyond loopback. It
+// authorises reads only.
 const CookieName = "uwf_events"
 
 // CSP is the Content-Security-Policy of every response: nothing from
@@ -66,13 +66,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusUnauthorized, "%s %s needs \"Authorization: Bearer <token>\" with the token uwf serve printed", r.Method, r.URL.Path)
 				return
 			}
-		} else if !s.loopback && !strings.HasPrefix(r.URL.Path, "/static/") && !s.bearerOK(r) && !s.cookieOK(r) {
-			if !api { // a viewer page shows store data: the sign-in page sets the cookie
-				web.SignIn(w, r)
+		} else if !s.loopback && r.URL.Path != bootstrapPath && !s.bearerOK(r) && !s.cookieOK(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="uwf"`)
+			if !api {
+				// A page: a bootstrap that takes the token from the URL's
+				// fragment, gets the cookie and loads the page again.
+				h.Set("Content-Type", "text/html; charset=utf-8")
+				h.Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, bootstrapPage)
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="uwf"`)
-			writeError(w, http.StatusUnauthorized, "a server bound beyond loopback needs the token on every request: \"Authorization: Bearer <token>\" (or the events cookie from POST /api/v1/session)")
+			writeError(w, http.StatusUnauthorized, "a server bound beyond loopback needs the token on every request: \"Authorization: Bearer <token>\" (or the cookie from POST /api/v1/session)")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -129,12 +134,41 @@ func (s *Server) cookieOK(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) == 1
 }
 
+// bootstrapPath is the one route that needs no token beyond loopback: the
+// script of the bootstrap page (it holds no data).
+const bootstrapPath = "/auth.js"
+
+// bootstrapPage answers a page asked for without the token beyond
+// loopback: its script takes the token from the URL's fragment (never
+// sent to a server), exchanges it for the cookie and loads the page again.
+const bootstrapPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>uwf: token needed</title>
+<script src="/auth.js"></script></head>
+<body><p>This uwf server needs its token: open the address <code>uwf serve</code> printed
+(<code>http://HOST:PORT/#token=...</code>).</p></body></html>
+`
+
+// bootstrapScript is /auth.js.
+const bootstrapScript = `(function () {
+  var m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  fetch("/api/v1/session", {method: "POST", headers: {"Authorization": "Bearer " + decodeURIComponent(m[1])}, credentials: "same-origin"})
+    .then(function (r) { if (r.ok) location.reload(); });
+})();
+`
+
+func (s *Server) handleBootstrap(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, bootstrapScript)
+}
+
 // handleSession is POST /api/v1/session: the guard has checked the bearer
-// token; it sets the events cookie (HttpOnly, SameSite=Strict, for
-// /api/v1/ only) and answers 204.
+// token; it sets the session cookie (HttpOnly, SameSite=Strict) and
+// answers 204.
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: s.cookie, Path: "/", // the viewer's pages and the API
+		Name: CookieName, Value: s.cookie, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	w.WriteHeader(http.StatusNoContent)

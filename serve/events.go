@@ -113,6 +113,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequestf("invalid cursor: longer than 1024 bytes"))
 		return
 	}
+	for _, c := range []byte(after) {
+		if c < 0x21 || c > 0x7e {
+			// A cursor is opaque but printable: a line break would end
+			// the id line and forge events.
+			s.fail(w, r, badRequestf("invalid cursor %q: want printable ASCII without spaces", after))
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	if after == "" {
@@ -232,6 +240,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if onlyThread != "" && n.thread != onlyThread {
 				continue
 			}
+			if wfFilter != "" {
+				of, known := wfOf[n.thread]
+				if !known {
+					if head, err := s.eng.Head(ctx, n.thread); err == nil {
+						of = s.nodeOfWorkflow(ctx, head, wfFilter)
+						wfOf[n.thread] = of
+					}
+				}
+				if !of {
+					continue
+				}
+			}
 			data, _ := json.Marshal(n.data)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", n.event, data)
 		case <-beat.C:
@@ -259,6 +279,12 @@ func (s *Server) threadOfWorkflow(ctx context.Context, ev cas.Event, wf string) 
 		}
 		h = f.Head
 	}
+	return s.nodeOfWorkflow(ctx, h, wf)
+}
+
+// nodeOfWorkflow reports whether chain node h (a start, step or mark) is
+// of a thread of workflow wf (a name or a hash).
+func (s *Server) nodeOfWorkflow(ctx context.Context, h cas.Hash, wf string) bool {
 	n, err := s.eng.Node(ctx, h)
 	if err != nil {
 		return false

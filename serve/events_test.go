@@ -154,6 +154,8 @@ func TestEventsFilters(t *testing.T) {
 		{"/api/v1/events?workflow=-x", ""},
 		{"/api/v1/events", "not-a-cursor"},
 		{"/api/v1/events?after=-1", ""},
+		{"/api/v1/events?after=1%0Aevent:%20ref%0Adata:%20forged", ""},
+		{"/api/v1/events?after=" + strings.Repeat("1", 1025), ""},
 	} {
 		_, err := e.subscribe(c.path, c.lastID)
 		var se *statusError
@@ -169,6 +171,7 @@ func TestEventsProgress(t *testing.T) {
 	e := newEnv(t, "memory")
 	e.reviewLoop()
 	s := e.subscribeOrSkip("/api/v1/events", "")
+	otherWF := e.subscribeOrSkip("/api/v1/events?workflow=other", "")
 	r := e.do("POST", "/api/v1/threads", `{"workflow":"review-loop","prompt":"p","agent":"synth"}`, true)
 	if r.status != http.StatusAccepted {
 		t.Fatalf("start: %d %s", r.status, r.body)
@@ -206,6 +209,11 @@ func TestEventsProgress(t *testing.T) {
 				}
 				if progress < j.Steps || refs != j.Steps+1 {
 					t.Errorf("%d progress and %d ref events for %d steps (want a ref event for the start and each)", progress, refs, j.Steps)
+				}
+				for _, name := range []string{"progress", "ref", "job"} {
+					if ev, ok := otherWF.next(name, 100*time.Millisecond); ok {
+						t.Errorf("?workflow=other got a %s event of a review-loop thread: %s", name, ev.data)
+					}
 				}
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -96,8 +97,16 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// A registered name or a hash, never a file: Resolve would read a
+	// path on the server's disk.
+	if !registry.ValidName(b.Workflow) {
+		if _, err := cas.ParseHash(b.Workflow); err != nil {
+			s.fail(w, r, badRequestf("invalid workflow %q: want a registered name or a hash", b.Workflow))
+			return
+		}
+	}
 	ctx := r.Context()
-	res, err := s.eng.Registry().Resolve(ctx, b.Workflow)
+	res, err := s.eng.Registry().Show(ctx, b.Workflow)
 	if err != nil {
 		s.fail(w, r, err)
 		return

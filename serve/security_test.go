@@ -81,8 +81,9 @@ func TestBodyLimit(t *testing.T) {
 }
 
 // TestBeyondLoopback: binding beyond loopback needs an explicit token, and
-// then every API request needs it, as a bearer header or (reads) as the
-// events cookie a token-checked call sets.
+// then every request needs it, as a bearer header or (reads) as the
+// cookie a token-checked call sets; a page asked for without it gets the
+// bootstrap page, whose script alone needs no token.
 func TestBeyondLoopback(t *testing.T) {
 	srv, err := serve.New(newEnv(t, "memory").repo, &serve.Options{Root: t.TempDir()})
 	if err != nil {
@@ -123,19 +124,25 @@ func TestBeyondLoopback(t *testing.T) {
 	if r := e.do("GET", "/api/v1/threads", "", false, "Cookie: "+pair); r.status != http.StatusOK {
 		t.Errorf("a read with the events cookie: %d %s", r.status, r.body)
 	}
+	if r := e.do("GET", "/", "", false, "Cookie: "+pair); r.status != http.StatusOK {
+		t.Errorf("a page with the cookie: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/", "", false); r.status != http.StatusUnauthorized || !strings.Contains(r.body, `<script src="/auth.js">`) {
+		t.Errorf("a page without the token: %d %s, want 401 and the bootstrap page", r.status, r.body)
+	}
+	if r := e.do("GET", "/auth.js", "", false); r.status != http.StatusOK || !strings.Contains(r.body, "/api/v1/session") {
+		t.Errorf("the bootstrap script without the token: %d %s", r.status, r.body)
+	}
 	if r := e.do("GET", "/api/v1/threads", "", false, "Cookie: "+serve.CookieName+"=forged"); r.status != http.StatusUnauthorized {
 		t.Errorf("a read with a forged cookie: %d", r.status)
 	}
 	// The viewer's pages show store data: without the token or the
-	// cookie they answer the sign-in page, which holds none.
-	if r := e.do("GET", "/threads/01ARZ3NDEKTSV4RRFFQ69G5FAV", "", false); r.status != http.StatusUnauthorized || !strings.Contains(r.body, `id="signin"`) {
+	// cookie they answer the bootstrap page, which holds none.
+	if r := e.do("GET", "/threads/01ARZ3NDEKTSV4RRFFQ69G5FAV", "", false); r.status != http.StatusUnauthorized || strings.Contains(r.body, "01ARZ3NDEKTSV4RRFFQ69G5FAV") {
 		t.Errorf("a viewer page without the token: %d %s", r.status, r.body)
 	}
 	if r := e.do("GET", "/", "", false, "Cookie: "+pair); r.status != http.StatusOK || !strings.Contains(r.body, "Threads") {
 		t.Errorf("the thread list with the cookie: %d %s", r.status, r.body)
-	}
-	if r := e.do("GET", "/static/app.js", "", false); r.status != http.StatusOK {
-		t.Errorf("the viewer's script without the token: %d", r.status)
 	}
 	if r := e.do("POST", "/api/v1/session", "", false, "Cookie: "+pair); r.status != http.StatusUnauthorized {
 		t.Errorf("a mutation with only the cookie: %d", r.status)

@@ -115,27 +115,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// signInPage is the sign-in page: it holds no store data.
-var signInPage = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/signin.html"))
-
-// SignIn answers 401 with the sign-in page, for a server bound beyond
-// loopback when a viewer page is asked for without the token or the
-// session cookie. The page holds no store data: its script takes the token
-// from the URL fragment, calls POST /api/v1/session (which sets the
-// cookie) and loads the page again.
-func SignIn(w http.ResponseWriter, r *http.Request) {
-	var b bytes.Buffer
-	if err := signInPage.ExecuteTemplate(&b, "signin.html", struct{ Title string }{"Sign in"}); err != nil {
-		http.Error(w, "sign in: open the address uwf serve printed (it ends in #token=...)", http.StatusUnauthorized)
-		return
-	}
-	w.Header().Set("Content-Security-Policy", CSP)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusUnauthorized)
-	_, _ = w.Write(b.Bytes())
-}
-
 // noListing refuses a directory (no listing of the embedded files).
 func noListing(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -223,20 +223,9 @@
     if (auth) auth.textContent = token() ? 'token set' : 'read-only';
   }
 
-  // signIn: on the sign-in page (a server beyond loopback), trade the
-  // token for the session cookie and load the page again.
-  function signIn() {
-    var msg = $('#signin-msg');
-    if (!token()) return;
-    if (msg) msg.textContent = 'Signing in…';
-    api('POST', '/api/v1/session').then(function () { location.reload(); })
-      .catch(function (err) { if (msg) msg.textContent = err.message; });
-  }
-
   function init() {
     takeToken();
     showAuth();
-    if ($('#signin')) { signIn(); return; }
     window.addEventListener('hashchange', function () { takeToken(); showAuth(); });
     document.addEventListener('submit', onSubmit);
     document.addEventListener('click', onClick);

@@ -25,7 +25,7 @@ import (
 // statuses are the thread statuses the list can filter by.
 var statuses = []string{thread.StatusActive, thread.StatusDone, thread.StatusSuspended, thread.StatusKilled}
 
-// maxScan bounds the threads a workflow-filtered list page reads.
+// maxScan bounds the threads the fork tree reads.
 const maxScan = 20000
 
 var funcs = template.FuncMap{
@@ -56,7 +56,7 @@ func cut(s string, n int) string {
 type threadRow struct {
 	ID, Status, Workflow, Prompt string
 	Depth                        int
-	Created                      time.Time
+	Created, Updated             time.Time
 	Head                         cas.Hash
 	Err                          string
 }
@@ -106,38 +106,10 @@ func (h *Handler) listData(r *http.Request) (*listPage, error) {
 		}
 		p.Page = n
 	}
-	var infos []*thread.Info
-	var damage error
+	infos, damage := h.eng.List(r.Context(), thread.ListOptions{Status: p.Status, Workflow: p.Workflow, Limit: h.pageSize + 1, Offset: p.Page * h.pageSize})
 	more := false
-	if p.Workflow == "" {
-		infos, damage = h.eng.List(r.Context(), thread.ListOptions{Status: p.Status, Limit: h.pageSize + 1, Offset: p.Page * h.pageSize})
-		if len(infos) > h.pageSize {
-			infos, more = infos[:h.pageSize], true
-		}
-	} else {
-		// No index by workflow: read chunks and keep the matching ones.
-		skip := p.Page * h.pageSize
-		for off := 0; off < maxScan && !more; off += 500 {
-			chunk, err := h.eng.List(r.Context(), thread.ListOptions{Status: p.Status, Limit: 500, Offset: off})
-			damage = errors.Join(damage, err)
-			for _, in := range chunk {
-				if in.WorkflowName != p.Workflow {
-					continue
-				}
-				if skip > 0 {
-					skip--
-					continue
-				}
-				if len(infos) == h.pageSize {
-					more = true
-					break
-				}
-				infos = append(infos, in)
-			}
-			if len(chunk) < 500 {
-				break
-			}
-		}
+	if len(infos) > h.pageSize {
+		infos, more = infos[:h.pageSize], true
 	}
 	if infos == nil && damage != nil {
 		return nil, damage
@@ -146,7 +118,7 @@ func (h *Handler) listData(r *http.Request) (*listPage, error) {
 		p.Damage = damage.Error()
 	}
 	for _, in := range infos {
-		row := threadRow{ID: in.ID, Status: in.Status, Workflow: in.WorkflowName, Prompt: in.Prompt, Depth: in.Depth, Created: in.Created, Head: in.Head}
+		row := threadRow{ID: in.ID, Status: in.Status, Workflow: in.WorkflowName, Prompt: in.Prompt, Depth: in.Depth, Created: in.Created, Updated: in.Updated, Head: in.Head}
 		if in.Err != nil {
 			row.Err, row.Status = in.Err.Error(), "unknown"
 		}

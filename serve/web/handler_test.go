@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/uncaged/uwf/serve/web"
+	"github.com/uncaged/uwf/thread"
 )
 
 func get(t *testing.T, url string) (int, http.Header, string) {
@@ -141,3 +142,37 @@ func TestHostileEscaped(t *testing.T) {
 
 // pageBadRE matches markup a payload would bring into a page.
 var pageBadRE = regexp.MustCompile(`\son[a-z]+\s*=|javascript:|^</?(script|iframe|object|embed|img|style|base)\b|^<meta http|^<svg(?: [^x]|>|$)`)
+
+// TestForkPages forks the synth thread at depth 2, steps the fork with
+// another seed, and checks its fork tree and its diff against the origin.
+func TestForkPages(t *testing.T) {
+	e := newEnv(t)
+	srv := e.server("tok")
+	fork, _, err := e.eng.ForkAt(e.ctx, e.synth, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.StepN(e.ctx, fork, 2, &thread.RunOptions{Agent: "synth", Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, body := get(t, srv.URL+"/threads/"+fork+"/diff")
+	if status != 200 {
+		t.Fatalf("diff: %d\n%s", status, body)
+	}
+	for _, want := range []string{"share the chain up to depth 2", "#3", "#4", `class="differs"`, e.synth} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the diff lacks %q", want)
+		}
+	}
+	if strings.Contains(body, ">#2<") {
+		t.Error("the diff shows depth 2, which both threads share")
+	}
+	status, _, body = get(t, srv.URL+"/threads/"+e.synth+"/forks")
+	if status != 200 || !strings.Contains(body, fork) || !strings.Contains(body, "forked at depth 2") {
+		t.Errorf("the origin's fork tree: %d, want it to list the fork at depth 2\n%s", status, body)
+	}
+	status, _, body = get(t, srv.URL+"/threads/"+fork)
+	if status != 200 || !strings.Contains(body, "forked from") || !strings.Contains(body, "/threads/"+fork+"/diff") {
+		t.Errorf("the fork's page does not say where it came from: %d", status)
+	}
+}

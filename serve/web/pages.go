@@ -490,6 +490,7 @@ func (h *Handler) stepDetail(w http.ResponseWriter, r *http.Request) {
 type forkNode struct {
 	ID, Status string
 	Depth      int // where it was forked from its parent
+	Forked     bool
 	Here       bool
 	Children   []*forkNode
 }
@@ -501,7 +502,10 @@ type forksPage struct {
 	Origin thread.Origin
 }
 
-// forkOrigin is a thread's parent as its ref log's creation entry says.
+// forkOrigin is a thread's parent and the depth it was forked at, as its
+// ref log's creation entry says ("fork from <thread>@<hash>", with
+// " (edit)" after a fork with an edit); ok is false for a thread that was
+// started, or forked from a bare node.
 func (h *Handler) forkOrigin(ctx context.Context, id string) (parent string, depth int, ok bool) {
 	log, err := h.eng.Log(ctx, id)
 	if err != nil {
@@ -515,9 +519,17 @@ func (h *Handler) forkOrigin(ctx context.Context, id string) (parent string, dep
 		if !ok {
 			return "", 0, false
 		}
-		t, d, _ := strings.Cut(rest, "@")
-		n, _ := strconv.Atoi(d)
-		return t, n, true
+		rest, _, _ = strings.Cut(rest, " ")
+		t, hs, ok := strings.Cut(rest, "@")
+		if !ok {
+			return "", 0, false
+		}
+		if hash, err := cas.ParseHash(hs); err == nil {
+			if n, err := h.eng.Node(ctx, hash); err == nil {
+				depth = n.Depth()
+			}
+		}
+		return t, depth, true
 	}
 	return "", 0, false
 }
@@ -558,7 +570,8 @@ func (h *Handler) forks(w http.ResponseWriter, r *http.Request) {
 	}
 	var build func(t string, level int) *forkNode
 	build = func(t string, level int) *forkNode {
-		fn := &forkNode{ID: t, Depth: depth[t], Here: t == id, Status: "removed"}
+		_, forked := parent[t]
+		fn := &forkNode{ID: t, Depth: depth[t], Forked: forked, Here: t == id, Status: "removed"}
 		if in, err := h.eng.Show(ctx, t); err == nil {
 			fn.Status = in.Status
 		}
@@ -615,12 +628,12 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	floor := max(info.Origin.Depth-1, 0)
-	left, err := h.chain(ctx, oinfo.Head, floor)
+	left, err := h.chain(ctx, oinfo.Head, oinfo.Depth, floor)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	right, err := h.chain(ctx, info.Head, floor)
+	right, err := h.chain(ctx, info.Head, info.Depth, floor)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -648,9 +661,18 @@ func (h *Handler) diff(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "diff.html", p)
 }
 
-// chain reads the entries from head down to depth floor, at most
-// floor+maxDiff+1 deep... newest first, by depth.
-func (h *Handler) chain(ctx context.Context, head cas.Hash, floor int) (map[int]*entry, error) {
+// chain reads the entries from depth floor up to floor+maxDiff+1 of the
+// chain ending at head, by depth; it starts from that ancestor (found
+// through the skip pointers), so a long thread costs no more than a short
+// one.
+func (h *Handler) chain(ctx context.Context, head cas.Hash, depth, floor int) (map[int]*entry, error) {
+	if top := floor + maxDiff + 1; depth > top {
+		n, err := h.eng.Ancestor(ctx, head, top)
+		if err != nil {
+			return nil, err
+		}
+		head = n.Hash
+	}
 	out := map[int]*entry{}
 	for n, err := range h.eng.NewestFirst(ctx, head) {
 		if err != nil {
@@ -658,9 +680,6 @@ func (h *Handler) chain(ctx context.Context, head cas.Hash, floor int) (map[int]
 		}
 		if n.Depth() < floor {
 			break
-		}
-		if n.Depth() > floor+maxDiff+1 {
-			continue // only its hash matters to nobody: skip reading its output
 		}
 		e, err := h.entry(ctx, n)
 		if err != nil {

@@ -35,7 +35,7 @@ var hostile = strings.Join(payloads, "\n\n")
 // env is a store with the review-loop workflow, a thread run by synth and
 // a thread of hostile nodes, and an engine over it.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	repo    *cas.Repo
 	eng     *thread.Engine
@@ -46,7 +46,7 @@ type env struct {
 	clockMs atomic.Int64
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	mem := cas.NewMemStore(nil)
 	repo, err := cas.Open(t.Context(), mem, mem.Refs(), nil)

@@ -85,6 +85,24 @@ func TestBrowserStartAndStep(t *testing.T) {
 		t.Errorf("the diff of the fork against its origin shows %d rows", rows)
 	}
 	browsertest.Screenshot(t, ctx, "diff")
+	// Step the fork from its page with the token, then kill it.
+	browsertest.Do(t, ctx, "step the fork from its page",
+		chromedp.Navigate(e.base+"/threads/"+fork),
+		chromedp.WaitVisible(browsertest.CSS(`#timeline li[data-depth="3"]`)),
+		browsertest.WaitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second),
+		chromedp.SendKeys(browsertest.CSS(`form[data-api$="/step"] input[name=agent]`), "synth"),
+		chromedp.Click(browsertest.CSS(`form[data-api$="/step"] button`)),
+		browsertest.WaitFor(`!!document.querySelector('#timeline li.new[data-depth="4"]')`, 30*time.Second))
+	browsertest.Eval[bool](t, ctx, `(window.confirm = () => true, true)`)
+	browsertest.Do(t, ctx, "kill the fork from its page",
+		chromedp.SendKeys(browsertest.CSS(`form[data-api$="/kill"] input[name=reason]`), "seen enough"),
+		chromedp.Click(browsertest.CSS(`form[data-api$="/kill"] button`)),
+		browsertest.WaitFor(`!!document.querySelector('#timeline li.mark-killed')`, 30*time.Second),
+		browsertest.WaitFor(`document.querySelector('#thread-head .pill').textContent === 'killed'`, 10*time.Second))
+	browsertest.Screenshot(t, ctx, "killed")
+	if info, err := e.eng.Show(t.Context(), fork); err != nil || info.Status != thread.StatusKilled {
+		t.Errorf("after Kill on the page the fork is %v (%v), want killed", info, err)
+	}
 	browsertest.Do(t, ctx, "open the fork tree", chromedp.Navigate(e.base+"/threads/"+fork+"/forks"), chromedp.WaitVisible(browsertest.CSS(`ul.tree`)))
 	if text := browsertest.Eval[string](t, ctx, `document.querySelector('ul.tree').innerText`); !strings.Contains(text, id) || !strings.Contains(text, fork) {
 		t.Errorf("the fork tree lacks the origin or the fork:\n%s", text)

@@ -43,10 +43,10 @@ var allowed = map[string][]string{
 // internalAllowed lists what internal helpers may import besides the
 // standard library and each other; one not listed may use only those.
 var internalAllowed = map[string][]string{
-	"internal/yamldoc":     {"cas", "gopkg.in/yaml.v3"},      // registry's and config's YAML files
-	"internal/atomicfile":  {"golang.org/x/sys"},             // renameat2, syncfs, flock on every Unix architecture
-	"internal/pgtest":      {"github.com/jackc/pgx/v5"},      // tests' schemas on the test server, dropped after
-	"internal/browsertest": {"github.com/chromedp/chromedp"}, // the viewer's tests in a real headless Chromium
+	"internal/yamldoc":     {"cas", "gopkg.in/yaml.v3"},                                     // registry's and config's YAML files
+	"internal/atomicfile":  {"golang.org/x/sys"},                                            // renameat2, syncfs, flock on every Unix architecture
+	"internal/pgtest":      {"github.com/jackc/pgx/v5"},                                     // tests' schemas on the test server, dropped after
+	"internal/browsertest": {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}, // the viewer's tests in a real headless Chromium
 }
 
 // testAlso lists what the tests of every package may import besides what

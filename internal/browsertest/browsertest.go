@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -154,6 +156,17 @@ func WaitNav(t *testing.T, ctx context.Context, expr string, d time.Duration) {
 	}
 	Screenshot(t, ctx, "failed")
 	t.Fatalf("%s did not become true within %v (last error: %v)", expr, d, last)
+}
+
+// ColorScheme emulates the user's prefers-color-scheme ("light" or
+// "dark") for the tab.
+func ColorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	})
 }
 
 // HostileDOM counts elements a payload would have brought into the page.

@@ -109,6 +109,28 @@ func TestBrowserThreadLive(t *testing.T) {
 	screenshot(t, ctx, "live")
 }
 
+// TestBrowserDarkMode: with prefers-color-scheme dark the pages turn
+// dark, the routing graph too.
+func TestBrowserDarkMode(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	srv := e.server("tok")
+	do(t, ctx, "open a thread in dark mode",
+		browsertest.ColorScheme("dark"),
+		chromedp.Navigate(srv.URL+"/threads/"+e.synth),
+		chromedp.WaitVisible(css(`svg.graph`)))
+	screenshot(t, ctx, "dark")
+	bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`)
+	node := eval[string](t, ctx, `getComputedStyle(document.querySelector('svg.graph g.node rect')).fill`)
+	for what, c := range map[string]string{"the page": bg, "a graph node": node} {
+		var r, g, b int
+		if _, err := fmt.Sscanf(c, "rgb(%d, %d, %d)", &r, &g, &b); err != nil || r+g+b > 3*80 {
+			t.Errorf("%s is %s in dark mode, want a dark colour", what, c)
+		}
+	}
+	do(t, ctx, "back to light", browsertest.ColorScheme("light"))
+}
+
 func TestBrowserWorkflowGraph(t *testing.T) {
 	ctx := tab(t)
 	e := newEnv(t)

@@ -109,6 +109,40 @@ func TestBrowserStartAndStep(t *testing.T) {
 	}
 }
 
+// TestBrowserForkWithEdit forks a thread at its planner step with the
+// output edited on the page: the fork's step at that depth holds the
+// edited output, written by the edit agent.
+func TestBrowserForkWithEdit(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	e := newEnv(t, "memory")
+	id := e.run(e.reviewLoop(), "to be edited", 0)
+	browsertest.Do(t, ctx, "open the thread with the token",
+		chromedp.Navigate(e.base+"/threads/"+id+"#token="+testToken),
+		chromedp.WaitVisible(browsertest.CSS(`#timeline li[data-depth="1"]`)),
+		chromedp.Click(browsertest.CSS(`#timeline li[data-depth="1"] details.edit-fork summary`)),
+		chromedp.WaitVisible(browsertest.CSS(`#timeline li[data-depth="1"] form.fork-edit textarea`)),
+		browsertest.WaitFor(`(document.querySelector('#timeline li[data-depth="1"] form.fork-edit textarea').value = JSON.stringify({status: "done", steps: ["an edited plan"]}), true)`, time.Second),
+		chromedp.Click(browsertest.CSS(`#timeline li[data-depth="1"] form.fork-edit button`)))
+	browsertest.WaitNav(t, ctx, `document.getElementById('thread') && document.getElementById('thread').dataset.thread !== '`+id+`'`, 10*time.Second)
+	browsertest.Do(t, ctx, "open the fork", chromedp.WaitVisible(browsertest.CSS(`#timeline li[data-depth="1"]`)))
+	browsertest.Screenshot(t, ctx, "edited")
+	text := browsertest.Eval[string](t, ctx, `document.querySelector('#timeline li[data-depth="1"]').innerText`)
+	if !strings.Contains(text, "an edited plan") || !strings.Contains(text, "edit") {
+		t.Errorf("the fork's step 1 does not show the edited output by the edit agent:\n%s", text)
+	}
+	// An output the role's schema refuses is refused, and the page says so.
+	browsertest.Do(t, ctx, "fork with an invalid output",
+		chromedp.Navigate(e.base+"/threads/"+id),
+		chromedp.WaitVisible(browsertest.CSS(`#timeline li[data-depth="1"]`)),
+		chromedp.Click(browsertest.CSS(`#timeline li[data-depth="1"] details.edit-fork summary`)),
+		browsertest.WaitFor(`(document.querySelector('#timeline li[data-depth="1"] form.fork-edit textarea').value = '{"status": "done"}', true)`, time.Second),
+		chromedp.Click(browsertest.CSS(`#timeline li[data-depth="1"] form.fork-edit button`)),
+		browsertest.WaitFor(`!document.getElementById('flash').hidden`, 10*time.Second))
+	if msg := browsertest.Eval[string](t, ctx, `document.getElementById('flash').textContent`); !strings.Contains(msg, "400") {
+		t.Errorf("an output without the schema's required field: the page says %q, want a 400", msg)
+	}
+}
+
 // TestBrowserStepProcess steps a thread with `uwf thread step` in another
 // process while its page is open: the new step appears without a reload.
 func TestBrowserStepProcess(t *testing.T) {

@@ -173,6 +173,7 @@ type entry struct {
 	Duration            string
 	EdgePrompt          string
 	Fields              []field
+	OutputJSON          string // the output as indented JSON, for a fork with an edit
 	Body                template.HTML
 	Output, Detail      cas.Hash
 	ExitCode            int
@@ -311,7 +312,7 @@ func (h *Handler) entry(ctx context.Context, n *thread.Node) (*entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %s: output: %w", n.Hash, err)
 		}
-		e.Fields = fields(out.Payload)
+		e.Fields, e.OutputJSON = fields(out.Payload), pretty(out.Payload)
 		if m, ok := out.Payload.(map[string]any); ok {
 			e.Status, _ = m["status"].(string)
 		}

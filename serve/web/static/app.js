@@ -75,9 +75,25 @@
 
   function gotoThread(id) { location.href = '/threads/' + encodeURIComponent(id); }
 
+  // A fork with an edit: the step's output, edited as JSON, becomes the
+  // fork's step at that depth.
+  function forkEdit(form) {
+    var page = $('#thread');
+    var output;
+    try { output = JSON.parse(form.elements.output.value); } catch (e) {
+      flash('The output is not JSON: ' + e.message, false);
+      return;
+    }
+    var id = page.getAttribute('data-thread');
+    api('POST', '/api/v1/threads/' + encodeURIComponent(id) + '/fork', { at: Number(form.getAttribute('data-at')), output: output })
+      .then(function (data) { var f = threadOf(data); if (f) gotoThread(f); else flash('Forked.', true); })
+      .catch(function (err) { flash(err.message, false); });
+  }
+
   // Forms with data-api="METHOD /path" send their fields as JSON.
   function onSubmit(ev) {
     var form = ev.target;
+    if (form.classList && form.classList.contains('fork-edit')) { ev.preventDefault(); forkEdit(form); return; }
     var spec = form.getAttribute && form.getAttribute('data-api');
     if (!spec) return;
     ev.preventDefault();

@@ -293,15 +293,8 @@ func (s *Server) handleStepView(w http.ResponseWriter, r *http.Request) {
 // nodeJSON is GET /api/v1/nodes/{hash}: `cas get --json`'s object and the
 // node's edges (the hashes its payload refers to, with their JSON paths).
 type nodeJSON struct {
-	Hash    cas.Hash        `json:"hash"`
-	Type    cas.Hash        `json:"type"`
-	Payload json.RawMessage `json:"payload"`
-	Edges   []edgeJSON      `json:"edges"`
-}
-
-type edgeJSON struct {
-	Hash cas.Hash `json:"hash"`
-	Path string   `json:"path"`
+	*cas.NodeJSON
+	Edges []cas.Edge `json:"edges"` // as `cas refs --json`
 }
 
 func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
@@ -316,7 +309,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	payload, err := cas.Canonical(n.Payload)
+	j, err := n.JSON(h)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -326,10 +319,10 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := nodeJSON{Hash: h, Type: n.Type, Payload: payload, Edges: []edgeJSON{}}
-	for _, e := range edges {
-		out.Edges = append(out.Edges, edgeJSON{e.Hash, e.Path})
+	if edges == nil {
+		edges = []cas.Edge{}
 	}
+	out := nodeJSON{NodeJSON: j, Edges: edges}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -391,11 +384,6 @@ func (s *Server) handleWorkflow(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-type refJSON struct {
-	Name string   `json:"name"`
-	Hash cas.Hash `json:"hash"`
-}
-
 func (s *Server) handleRefs(w http.ResponseWriter, r *http.Request) {
 	prefix := r.URL.Query().Get("prefix")
 	if prefix != "" {
@@ -404,7 +392,7 @@ func (s *Server) handleRefs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := []refJSON{}
+	out := []cas.Ref{}
 	for ref, err := range s.repo.Refs().List(r.Context(), prefix) {
 		if errors.Is(err, cas.ErrBadRef) {
 			s.log.Warn("ref left out", "error", s.mask.String(err.Error()))
@@ -414,7 +402,7 @@ func (s *Server) handleRefs(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		out = append(out, refJSON{ref.Name, ref.Hash})
+		out = append(out, ref)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -29,13 +29,6 @@ type startBody struct {
 	N int `json:"n"`
 }
 
-// startJSON answers a start: the thread `thread start --json` prints.
-type startJSON struct {
-	Thread   string   `json:"thread"`
-	Head     cas.Hash `json:"head"`
-	Workflow cas.Hash `json:"workflow"`
-}
-
 // runOptions builds the options of a background step loop from the
 // server's template and the request's agent and seed.
 func (s *Server) runOptions(agentName string, seed int64, id string) *thread.RunOptions {
@@ -124,7 +117,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := startJSON{id, head, res.Hash}
+	out := thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash}
 	if b.N < 0 {
 		writeJSON(w, http.StatusCreated, out)
 		return
@@ -317,12 +310,6 @@ type forkBody struct {
 	Output json.RawMessage `json:"output"`
 }
 
-// forkJSON answers a fork, as `thread fork --json`.
-type forkJSON struct {
-	Thread string   `json:"thread"`
-	Head   cas.Hash `json:"head"`
-}
-
 func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	id, err := threadID(r)
 	if err != nil {
@@ -370,7 +357,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var out forkJSON
+	var out thread.ForkJSON
 	if len(b.Output) > 0 {
 		v, err := cas.ParseJSON(b.Output)
 		if err != nil {
@@ -393,12 +380,6 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-// rmJSON answers rm, as `thread rm --json`.
-type rmJSON struct {
-	Thread  string `json:"thread"`
-	Removed bool   `json:"removed"`
-}
-
 func (s *Server) handleRm(w http.ResponseWriter, r *http.Request) {
 	id, err := threadID(r)
 	if err != nil {
@@ -413,5 +394,5 @@ func (s *Server) handleRm(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rmJSON{id, true})
+	writeJSON(w, http.StatusOK, thread.RemovedJSON{Thread: id, Removed: true})
 }

@@ -14,9 +14,10 @@ import (
 	"github.com/uncaged/uwf/thread"
 )
 
-// TestShutdownCancelsSteps: shutting down cancels a running background
-// step, whose agent is stopped, and leaves its thread exactly as it was;
-// Serve returns promptly.
+// TestShutdownCancelsSteps: a thread this server is stepping refuses
+// another step (409); shutting down cancels the running background step,
+// whose agent is stopped, and leaves its thread exactly as it was; Serve
+// returns promptly.
 func TestShutdownCancelsSteps(t *testing.T) {
 	cfg, err := config.Parse("config.yaml", []byte("agents:\n  slow:\n    command: sleep\n    args: [\"60\"]\n"), nil)
 	if err != nil {
@@ -54,6 +55,10 @@ func TestShutdownCancelsSteps(t *testing.T) {
 	json.Unmarshal([]byte(r.body), &started)
 	if ev, ok := sub.next("progress", 10*time.Second); !ok || !strings.Contains(ev.data, `"type":"running"`) {
 		t.Fatalf("no running event: %+v", ev)
+	}
+	// One background step loop per thread at a time.
+	if r := e.do("POST", "/api/v1/threads/"+started.Thread+"/step", `{"agent":"slow"}`, true); r.status != http.StatusConflict {
+		t.Errorf("a step while the server steps the thread: %d %s, want 409", r.status, r.body)
 	}
 	began := time.Now()
 	cancel()

@@ -239,3 +239,23 @@ func (e *Engine) Page(ctx context.Context, id string, before cas.Hash, limit int
 	}
 	return p, nil
 }
+
+// StartJSON is `thread start --json`: the new thread, its head (the start
+// node) and its workflow.
+type StartJSON struct {
+	Thread   string   `json:"thread"`
+	Head     cas.Hash `json:"head"`
+	Workflow cas.Hash `json:"workflow"`
+}
+
+// ForkJSON is `thread fork --json`: the new thread and its head.
+type ForkJSON struct {
+	Thread string   `json:"thread"`
+	Head   cas.Hash `json:"head"`
+}
+
+// RemovedJSON is `thread rm --json`.
+type RemovedJSON struct {
+	Thread  string `json:"thread"`
+	Removed bool   `json:"removed"`
+}

@@ -492,11 +492,7 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 			return err
 		}
 		if s.json {
-			return writeJSON(w, struct {
-				Thread   string   `json:"thread"`
-				Head     cas.Hash `json:"head"`
-				Workflow cas.Hash `json:"workflow"`
-			}{id, head, res.Hash})
+			return writeJSON(w, thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash})
 		}
 		_, err = fmt.Fprintln(w, id)
 		return err
@@ -876,10 +872,7 @@ func runThreadFork(c *cli.Context, s *session, arg string) error {
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Thread string   `json:"thread"`
-			Head   cas.Hash `json:"head"`
-		}{nid, from})
+		return writeJSON(w, thread.ForkJSON{Thread: nid, Head: from})
 	}
 	_, err = fmt.Fprintln(w, nid)
 	return err
@@ -916,10 +909,7 @@ func runThreadRm(ctx context.Context, w io.Writer, s *session, arg string) error
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Thread  string `json:"thread"`
-			Removed bool   `json:"removed"`
-		}{id, true})
+		return writeJSON(w, thread.RemovedJSON{Thread: id, Removed: true})
 	}
 	_, err = fmt.Fprintf(w, "removed %s (its log keeps it for the log retention)\n", id)
 	return err

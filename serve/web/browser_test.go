@@ -51,6 +51,17 @@ func TestBrowserThreadList(t *testing.T) {
 		}
 	}
 	untouched(t, ctx, srv.URL)
+	// The status filter applies as soon as it changes.
+	do(t, ctx, "choose the status done", chromedp.SetValue(css(`form.filters select[name=status]`), "done"))
+	// The change event submits the form: the evaluation may end in the
+	// navigation it starts, which WaitNav then follows.
+	_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('form.filters select[name=status]').dispatchEvent(new Event('change', {bubbles: true}))`))
+	browsertest.WaitNav(t, ctx, `location.search.startsWith('?status=done')`, 10*time.Second)
+	do(t, ctx, "read the filtered list", chromedp.WaitVisible(css(`table.threads`)))
+	if rows := eval[int](t, ctx, `document.querySelectorAll('table.threads tbody tr').length`); rows != 1 {
+		t.Errorf("the list filtered by status done shows %d threads, want 1", rows)
+	}
+	do(t, ctx, "back to every thread", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(css(`table.threads`)))
 	do(t, ctx, "wait for the events stream", waitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second))
 	// A thread started meanwhile appears without a reload.
 	id, _, err := e.engine().Start(e.ctx, e.wf, "a thread started later", t.TempDir())

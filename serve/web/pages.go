@@ -65,6 +65,7 @@ type listPage struct {
 	Title            string
 	Status, Workflow string
 	Statuses         []string
+	Workflows        []string // registered workflow names, for the filter
 	Threads          []threadRow
 	Page             int
 	Prev, Next       string
@@ -77,6 +78,10 @@ func (h *Handler) threads(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	wfs, _ := h.eng.Registry().List(r.Context()) // damaged ones are left out; the filter is a convenience
+	for _, wf := range wfs {
+		p.Workflows = append(p.Workflows, wf.Name)
 	}
 	h.render(w, r, "threads.html", p)
 }

@@ -245,6 +245,11 @@
     window.addEventListener('hashchange', function () { takeToken(); showAuth(); });
     document.addEventListener('submit', onSubmit);
     document.addEventListener('click', onClick);
+    // The list's filters apply as soon as they change.
+    document.addEventListener('change', function (ev) {
+      var f = ev.target.form;
+      if (f && f.classList.contains('filters')) f.submit();
+    });
     document.addEventListener('toggle', onToggle, true);
     follow();
   }

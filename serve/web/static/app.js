@@ -116,7 +116,7 @@
       refresh();
     }).catch(function (err) {
       flash(err.message, false);
-    }).then(function () { if (btn) btn.disabled = false; });
+    }).then(function () { if (btn) btn.disabled = false; syncActions(); });
   }
 
   function onClick(ev) {
@@ -176,6 +176,7 @@
       var frag = $('#frag', doc);
       if (!frag || frag.getAttribute('data-gap') === 'true') { location.reload(); return; }
       moveChildren($('#frag-head', doc), $('#thread-head'));
+      syncActions();
       moveChildren($('#frag-graph', doc), $('#graph'));
       var items = $('#frag-entries', doc);
       while (items && items.firstElementChild) {
@@ -189,6 +190,25 @@
       busy = false;
       if (again) { again = false; refresh(); }
     });
+  }
+
+  // syncActions enables the thread's buttons for its status (the header
+  // is fetched again; the forms are not, so what the user typed stays).
+  function syncActions() {
+    var h = $('#thread-head [data-status]');
+    var acts = $('#actions');
+    if (!h || !acts) return;
+    var st = h.getAttribute('data-status'), depth = h.getAttribute('data-depth');
+    var can = {
+      step: st === 'active', resume: st === 'suspended', kill: st === 'active' || st === 'suspended', fork: true
+    };
+    Array.prototype.forEach.call(acts.querySelectorAll('form[data-api]'), function (f) {
+      var verb = f.getAttribute('data-api').split('/').pop();
+      var b = f.querySelector('button');
+      if (b && verb in can) b.disabled = !can[verb];
+    });
+    var at = acts.querySelector('input[name=at]');
+    if (at && depth !== null) at.max = depth;
   }
 
   // follow listens to the events stream and refreshes when a ref the page

@@ -106,8 +106,8 @@ func IsCanonicalNode(data []byte, n Node) bool {
 // the node's type and "payload" followed by that pointer for the rest
 // ("payload/links/0").
 type Edge struct {
-	Hash Hash
-	Path string
+	Hash Hash   `json:"hash"` // as `uwf cas refs --json` and the HTTP API print it
+	Path string `json:"path"`
 }
 
 // EdgeError reports an edge whose target is not in the store, found when

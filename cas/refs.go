@@ -10,8 +10,8 @@ import (
 
 // Ref is a named pointer into the store, as [Refs.List] lists it.
 type Ref struct {
-	Name string
-	Hash Hash
+	Name string `json:"name"` // as `uwf cas ref list --json` and the HTTP API print it
+	Hash Hash   `json:"hash"`
 }
 
 // LogEntry is one change of a ref, as its log records it. A zero Old means

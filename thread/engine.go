@@ -454,6 +454,7 @@ type Info struct {
 	WorkflowName string
 	Prompt       string
 	Created      time.Time // from the ULID
+	Updated      time.Time // when the head was written: a step's completion, a mark's time; Created for a start
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
@@ -519,6 +520,14 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 	if u, err := ulid.ParseStrict(id); err == nil {
 		info.Created = ulid.Time(u.Time()).UTC()
 	}
+	switch {
+	case hn.Step != nil:
+		info.Updated = time.UnixMilli(hn.Step.CompletedAt).UTC()
+	case hn.Mark != nil:
+		info.Updated = time.UnixMilli(hn.Mark.At).UTC()
+	default:
+		info.Updated = info.Created
+	}
 	info.WorkflowName = e.workflowName(ctx, sn.Start.Workflow)
 	return info, nil
 }
@@ -526,12 +535,18 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 // ListOptions select threads for [Engine.List].
 type ListOptions struct {
 	Status string // only threads with this status; "" for all
-	Limit  int    // at most this many; 0 for all
-	Offset int    // skip this many (after filtering)
+	// Workflow keeps only threads of this workflow: its name, or the hash
+	// of one version; "" for all.
+	Workflow string
+	// Before keeps only threads whose id sorts before it (older ones): the
+	// id of the last thread of a page gives the next page.
+	Before string
+	Limit  int // at most this many; 0 for all
+	Offset int // skip this many (after filtering)
 }
 
 // List returns threads newest first (by the time in their ULID), filtered
-// and paged as opts says. Without a status filter only the threads on the
+// and paged as opts says. Without a status or workflow filter only the threads on the
 // page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
 // or a thread whose head or start node is missing, corrupt or cannot be
 // read (an I/O or permission error, a lost connection), is damage: it is
@@ -557,12 +572,16 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	slices.Reverse(refs)
 	var out []*Info
 	skipped := 0
+	filtered := opts.Status != "" || opts.Workflow != ""
 	for _, r := range refs {
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
 		id := strings.TrimPrefix(r.Name, ThreadPrefix)
-		if opts.Status == "" && skipped < opts.Offset {
+		if opts.Before != "" && id >= opts.Before {
+			continue
+		}
+		if !filtered && skipped < opts.Offset {
 			skipped++
 			continue
 		}
@@ -579,8 +598,11 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			}
 			info = &Info{ID: id, Head: r.Hash, Err: err}
 		}
-		if opts.Status != "" && info.Err == nil {
-			if info.Status != opts.Status {
+		if filtered && info.Err == nil {
+			if opts.Status != "" && info.Status != opts.Status {
+				continue
+			}
+			if opts.Workflow != "" && info.WorkflowName != opts.Workflow && info.Workflow.String() != opts.Workflow {
 				continue
 			}
 			if skipped < opts.Offset {

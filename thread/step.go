@@ -292,6 +292,20 @@ func (e *Engine) Run(ctx context.Context, workflow cas.Hash, prompt, cwd string,
 	return id, rs, err
 }
 
+// CheckRun checks, as [Engine.Run] does before it creates a thread, that
+// workflow can be read and every role of it has an agent that can run
+// from cwd with opts, without writing anything. The errors are Run's.
+func (e *Engine) CheckRun(ctx context.Context, workflow cas.Hash, cwd string, opts *RunOptions) error {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	lw, err := e.loadWorkflow(ctx, workflow)
+	if err != nil {
+		return err
+	}
+	return e.checkAgents(ctx, lw.wf, cwd, opts)
+}
+
 // CheckAgent checks the agent named by opts.Agent (the --agent flag), if
 // any, without running anything: the error wraps
 // [agent.ErrUnknownAgent] (and so [cas.ErrNotFound]) for a name that is

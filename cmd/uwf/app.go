@@ -89,6 +89,7 @@ func commandTree(front *cli.App) *cli.App {
 			stepCommand(),
 			configCommand(),
 			demoCommand(),
+			serveCommand(),
 		},
 		CommandNotFound: func(c *cli.Context, name string) {
 			c.App.Metadata[metaNotFound] = usageErrorf(c.Command.HelpName, "no help topic %q", name)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,15 +67,11 @@ func runGet(ctx context.Context, w io.Writer, s *session, arg string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", h, err)
 	}
-	payload, err := rawJSON(n.Payload)
+	j, err := n.JSON(h)
 	if err != nil {
 		return fmt.Errorf("%s: %w", h, err)
 	}
-	return writeJSON(w, struct {
-		Hash    cas.Hash        `json:"hash"`
-		Type    cas.Hash        `json:"type"`
-		Payload json.RawMessage `json:"payload"`
-	}{h, n.Type, payload})
+	return writeJSON(w, j)
 }
 
 // runGetBatch answers hashes read from r, one per line, in order. Output is

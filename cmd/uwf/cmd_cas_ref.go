@@ -153,11 +153,7 @@ func runRefList(ctx context.Context, w io.Writer, s *session, prefix string) err
 		return err
 	}
 	defer closeStore()
-	type ref struct {
-		Name string   `json:"name"`
-		Hash cas.Hash `json:"hash"`
-	}
-	list := []ref{}
+	list := []cas.Ref{}
 	var bad []error
 	for r, err := range repo.Refs().List(ctx, prefix) {
 		if errors.Is(err, cas.ErrBadRef) {
@@ -167,7 +163,7 @@ func runRefList(ctx context.Context, w io.Writer, s *session, prefix string) err
 		if err != nil {
 			return fmt.Errorf("list refs: %w", err)
 		}
-		list = append(list, ref{r.Name, r.Hash})
+		list = append(list, r)
 	}
 	if s.json {
 		err = writeJSON(w, list)
@@ -230,10 +226,7 @@ func runRefRestore(ctx context.Context, w io.Writer, s *session, name string, to
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Name string   `json:"name"`
-			Hash cas.Hash `json:"hash"`
-		}{name, h})
+		return writeJSON(w, cas.Ref{Name: name, Hash: h})
 	}
 	_, err = fmt.Fprintf(w, "%s %s\n", h, name)
 	return err

@@ -49,15 +49,10 @@ func runRefs(ctx context.Context, w io.Writer, s *session, arg string) error {
 		return fmt.Errorf("edges of %s: %w", h, err)
 	}
 	if s.json {
-		type edge struct {
-			Hash cas.Hash `json:"hash"`
-			Path string   `json:"path"`
+		if edges == nil {
+			edges = []cas.Edge{}
 		}
-		out := make([]edge, len(edges))
-		for i, e := range edges {
-			out[i] = edge{e.Hash, e.Path}
-		}
-		return writeJSON(w, out)
+		return writeJSON(w, edges)
 	}
 	bw := bufio.NewWriter(w)
 	for _, e := range edges {

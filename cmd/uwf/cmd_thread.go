@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -265,6 +264,33 @@ step the fork with --agent replay:<thread>.`,
 				}),
 			},
 			{
+				Name:      "watch",
+				Usage:     "follow a thread live, printing its steps as they land (from any process)",
+				ArgsUsage: "<thread> | --latest",
+				Description: `Prints the thread's last -n chain nodes, then each new one as it lands,
+as "thread run" prints them (with --json one event per line), whichever
+process steps the thread. Exits when the thread is done or killed; a
+suspended thread is followed on (it may be resumed). --latest follows the
+newest thread.`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "latest", Usage: "follow the newest thread"},
+					&cli.IntFlag{Name: "n", Usage: "first print the last `N` nodes (0: all)", Value: 10},
+				},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if c.Bool("latest") {
+						if err := wantArgs(c, 0, 0, ""); err != nil {
+							return err
+						}
+					} else if err := wantArgs(c, 1, 1, "<thread> (or --latest)"); err != nil {
+						return err
+					}
+					if c.Int("n") < 0 {
+						return usageErrorf(s.cmd, "invalid -n %d: want 0 or more", c.Int("n"))
+					}
+					return runThreadWatch(c, s, c.Args().First(), c.Int("n"))
+				}),
+			},
+			{
 				Name:        "log",
 				Usage:       "show a thread's ref log",
 				ArgsUsage:   "<thread>",
@@ -282,6 +308,91 @@ step the fork with --agent replay:<thread>.`,
 			},
 		},
 	}
+}
+
+func runThreadWatch(c *cli.Context, s *session, arg string, last int) error {
+	ctx := c.Context
+	var id string
+	if arg != "" {
+		var err error
+		if id, err = threadArg(s, arg); err != nil {
+			return err
+		}
+	}
+	repo, closeStore, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	e := s.engine(repo)
+	if id == "" {
+		infos, err := e.List(ctx, thread.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(infos) == 0 {
+			return fmt.Errorf("no thread to watch: %w", cas.ErrNotFound)
+		}
+		id = infos[0].ID
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return err
+	}
+	from := 0
+	if last > 0 {
+		from = max(0, hn.Depth()-last+1)
+	}
+	if _, err := repo.WatchHead(ctx); err != nil {
+		return err
+	}
+	pr := newProgress(c.App.Writer, c.App.ErrWriter, s.json)
+	defer pr.finish()
+	pr.begin(id)
+	for en, err := range e.Follow(ctx, id, from) {
+		if err != nil {
+			return err
+		}
+		if stop := pr.node(id, en); stop {
+			return nil
+		}
+	}
+	return nil
+}
+
+// node prints a chain node as the step loop's event for it, and reports
+// whether the thread stopped for good (done or killed).
+func (p *progressPrinter) node(id string, en *thread.StepEntry) bool {
+	ev := thread.Event{Thread: id, Depth: en.Depth(), Head: en.Hash}
+	switch {
+	case en.Step != nil:
+		st := en.Step
+		ev.Type, ev.Role, ev.Agent, ev.Status = thread.EventStep, st.Role, st.Agent, en.Status
+		ev.Elapsed = time.Duration(st.CompletedAt-st.StartedAt) * time.Millisecond
+		ev.Ms = ev.Elapsed.Milliseconds()
+	case en.Mark != nil:
+		ev.Type, ev.Reason = en.Mark.Mark, en.Mark.Reason
+	default:
+		return false // the start: "thread <id>" was printed
+	}
+	switch ev.Type {
+	case thread.MarkKilled, thread.MarkResumed:
+		// Marks the step loop never makes: printed here alike.
+		p.mu.Lock()
+		if p.json {
+			writeJSON(p.w, ev)
+		} else {
+			fmt.Fprintf(p.w, "%d %s: %s\n", ev.Depth, ev.Type, oneLine(ev.Reason))
+		}
+		p.mu.Unlock()
+	default:
+		p.event(ev)
+	}
+	return ev.Type == thread.MarkDone || ev.Type == thread.MarkKilled
 }
 
 // threadArg checks a thread id argument: a bad one is a usage error.
@@ -381,11 +492,7 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 			return err
 		}
 		if s.json {
-			return writeJSON(w, struct {
-				Thread   string   `json:"thread"`
-				Head     cas.Hash `json:"head"`
-				Workflow cas.Hash `json:"workflow"`
-			}{id, head, res.Hash})
+			return writeJSON(w, thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash})
 		}
 		_, err = fmt.Fprintln(w, id)
 		return err
@@ -559,62 +666,6 @@ func (p *progressPrinter) finish() {
 	}
 }
 
-// threadJSON is a thread in --json output: an element of "thread list".
-type threadJSON struct {
-	ID           string   `json:"id"`
-	Status       string   `json:"status"`
-	Depth        int      `json:"depth"`
-	Head         cas.Hash `json:"head"`
-	Workflow     cas.Hash `json:"workflow"`
-	WorkflowName string   `json:"workflowName"`
-	Created      int64    `json:"created"`
-}
-
-// threadShowJSON is "thread show --json": a list element and more. Every
-// field is always present; lastFailure and origin.thread are null when
-// there is none.
-type threadShowJSON struct {
-	threadJSON
-	Prompt      string       `json:"prompt"`
-	Origin      originJSON   `json:"origin"`
-	LastFailure *failureJSON `json:"lastFailure"`
-}
-
-type originJSON struct {
-	Node   cas.Hash `json:"node"`
-	Depth  int      `json:"depth"`
-	Forked bool     `json:"forked"`
-	Thread *string  `json:"thread"`
-}
-
-type failureJSON struct {
-	Hash   cas.Hash `json:"hash"`
-	Head   cas.Hash `json:"head"`
-	Role   string   `json:"role"`
-	Agent  string   `json:"agent"`
-	Detail cas.Hash `json:"detail"`
-	Error  string   `json:"error"`
-	At     int64    `json:"at"`
-}
-
-func toThreadJSON(info *thread.Info) threadJSON {
-	return threadJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
-		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli()}
-}
-
-func toThreadShowJSON(info *thread.Info) threadShowJSON {
-	o := info.Origin
-	t := threadShowJSON{threadJSON: toThreadJSON(info), Prompt: info.Prompt,
-		Origin: originJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
-	if o.ForkThread != "" {
-		t.Origin.Thread = &o.ForkThread
-	}
-	if f := info.LastFailure; f != nil {
-		t.LastFailure = &failureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
-	}
-	return t
-}
-
 func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) error {
 	id, err := threadArg(s, arg)
 	if err != nil {
@@ -631,7 +682,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		return err
 	}
 	if s.json {
-		return writeJSON(w, toThreadShowJSON(info))
+		return writeJSON(w, info.ShowJSON())
 	}
 	hn, err := e.Node(ctx, info.Head)
 	if err != nil {
@@ -690,9 +741,9 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		infos = append(infos, info)
 	}
 	if s.json {
-		out := []threadJSON{}
+		out := []thread.InfoJSON{}
 		for _, info := range infos {
-			out = append(out, toThreadJSON(info))
+			out = append(out, info.JSON())
 		}
 		err = writeJSON(w, out)
 	} else {
@@ -721,17 +772,6 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 		return err
 	}
 	defer closeStore()
-	type entry struct {
-		Depth  int      `json:"depth"`
-		Hash   cas.Hash `json:"hash"`
-		Kind   string   `json:"kind"`
-		Role   string   `json:"role,omitempty"`
-		Agent  string   `json:"agent,omitempty"`
-		Status string   `json:"status,omitempty"`
-		Mark   string   `json:"mark,omitempty"`
-		Reason string   `json:"reason,omitempty"`
-		Time   int64    `json:"time,omitempty"`
-	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	first := true
 	if s.json {
@@ -742,13 +782,7 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 			bw.Flush()
 			return err
 		}
-		en := entry{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind, Status: n.Status}
-		switch n.Kind {
-		case thread.KindStep:
-			en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
-		case thread.KindMark:
-			en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
-		}
+		en := n.JSON()
 		if s.json {
 			if !first {
 				bw.WriteString(",\n")
@@ -791,12 +825,7 @@ func runThreadRead(ctx context.Context, w io.Writer, s *session, arg string, opt
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Text   string     `json:"text"`
-			Shown  int        `json:"shown"`
-			More   bool       `json:"more"`
-			Oldest hashOrNull `json:"oldest"`
-		}{r.Text, r.Shown, r.More, hashOrNull(r.Oldest)})
+		return writeJSON(w, r.JSON())
 	}
 	_, err = io.WriteString(w, r.Text)
 	return err
@@ -843,10 +872,7 @@ func runThreadFork(c *cli.Context, s *session, arg string) error {
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Thread string   `json:"thread"`
-			Head   cas.Hash `json:"head"`
-		}{nid, from})
+		return writeJSON(w, thread.ForkJSON{Thread: nid, Head: from})
 	}
 	_, err = fmt.Fprintln(w, nid)
 	return err
@@ -883,10 +909,7 @@ func runThreadRm(ctx context.Context, w io.Writer, s *session, arg string) error
 		return err
 	}
 	if s.json {
-		return writeJSON(w, struct {
-			Thread  string `json:"thread"`
-			Removed bool   `json:"removed"`
-		}{id, true})
+		return writeJSON(w, thread.RemovedJSON{Thread: id, Removed: true})
 	}
 	_, err = fmt.Fprintf(w, "removed %s (its log keeps it for the log retention)\n", id)
 	return err
@@ -1002,40 +1025,11 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 	st, out, d, attempts := v.Step, v.Output, v.Detail, v.Attempts
 	prompt, raw, stderr := v.Prompt, v.Raw, v.Stderr
 	if s.json {
-		payload, err := rawJSON(out.Payload)
+		j, err := v.JSON()
 		if err != nil {
 			return err
 		}
-		skip := make([]string, len(st.Skip))
-		for i, sh := range st.Skip {
-			skip[i] = sh.String()
-		}
-		if attempts == nil {
-			attempts = []string{}
-		}
-		return writeJSON(w, struct {
-			Hash        cas.Hash        `json:"hash"`
-			Start       cas.Hash        `json:"start"`
-			Prev        hashOrNull      `json:"prev"`
-			Skip        []string        `json:"skip"`
-			Depth       int             `json:"depth"`
-			Role        string          `json:"role"`
-			Agent       string          `json:"agent"`
-			StartedAt   int64           `json:"startedAt"`
-			CompletedAt int64           `json:"completedAt"`
-			Output      cas.Hash        `json:"output"`
-			OutputType  cas.Hash        `json:"outputType"`
-			Value       json.RawMessage `json:"value"`
-			Detail      cas.Hash        `json:"detail"`
-			EdgePrompt  string          `json:"edgePrompt"`
-			ExitCode    int             `json:"exitCode"`
-			DurationMs  int64           `json:"durationMs"`
-			Prompt      string          `json:"prompt"`
-			Raw         string          `json:"raw"`
-			Stderr      string          `json:"stderr"`
-			Attempts    []string        `json:"attempts"`
-		}{h, st.Start, hashOrNull(st.Prev), skip, st.Depth, st.Role, st.Agent, st.StartedAt, st.CompletedAt,
-			st.Output, out.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, prompt, raw, stderr, attempts})
+		return writeJSON(w, j)
 	}
 	bw := bufio.NewWriter(w)
 	prev := "null"

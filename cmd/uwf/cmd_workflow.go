@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -202,15 +201,11 @@ func runWorkflowShow(ctx context.Context, w io.Writer, s *session, arg string) e
 		return err
 	}
 	if s.json {
-		payload, err := rawJSON(st.Payload)
+		j, err := st.JSON()
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, struct {
-			Name    string          `json:"name"`
-			Hash    cas.Hash        `json:"hash"`
-			Payload json.RawMessage `json:"payload"`
-		}{st.Name, st.Hash, payload})
+		return writeJSON(w, j)
 	}
 	bw := bufio.NewWriter(w)
 	wf := st.Workflow
@@ -272,15 +267,9 @@ func runWorkflowList(ctx context.Context, w io.Writer, s *session) error {
 
 func printWorkflows(w io.Writer, s *session, entries []registry.Entry) error {
 	if s.json {
-		type entry struct {
-			Name        string   `json:"name"`
-			Hash        cas.Hash `json:"hash"`
-			Updated     int64    `json:"updated"`
-			Description string   `json:"description"`
-		}
-		out := []entry{}
+		out := []registry.EntryJSON{}
 		for _, e := range entries {
-			out = append(out, entry{e.Name, e.Hash, e.Updated.UnixMilli(), e.Description})
+			out = append(out, e.JSON())
 		}
 		return writeJSON(w, out)
 	}
@@ -305,15 +294,9 @@ func runWorkflowHistory(ctx context.Context, w io.Writer, s *session, name strin
 		return err
 	}
 	if s.json {
-		type version struct {
-			Hash    cas.Hash `json:"hash"`
-			Old     cas.Hash `json:"old"`
-			Time    int64    `json:"time"`
-			Message string   `json:"message"`
-		}
-		out := []version{}
+		out := []registry.VersionJSON{}
 		for _, v := range versions {
-			out = append(out, version{v.Hash, v.Old, v.Time.UnixMilli(), v.Message})
+			out = append(out, v.JSON())
 		}
 		return writeJSON(w, out)
 	}

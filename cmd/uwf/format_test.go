@@ -20,6 +20,7 @@ import (
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/cas/postgres"
 	"github.com/uncaged/uwf/internal/pgtest"
+	"github.com/uncaged/uwf/thread"
 )
 
 // The version-1 fixtures (testdata/format-v1, written by commit fe9658e):
@@ -240,7 +241,7 @@ func checkFixture(t *testing.T, e *env, url string) {
 	if out := run("cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Errorf("fsck of the fixture: %s", out)
 	}
-	var list []threadJSON
+	var list []thread.InfoJSON
 	if err := json.Unmarshal([]byte(run("thread", "list", "--json")), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,14 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() { os.Exit(run()) }
 
 // run runs the command line in os.Args and returns the exit code.
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp(os.Stdout, os.Stderr).RunContext(ctx, os.Args)
 	stop()
 	return exitCode(os.Stderr, err)

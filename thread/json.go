@@ -1,0 +1,261 @@
+package thread
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// The JSON shapes below are the stable --json output of `uwf thread` and
+// `uwf step` (docs/CLI.md) and the bodies of the HTTP API's thread routes
+// (docs/HTTP.md): both build them here, so they cannot drift apart.
+
+// InfoJSON is a thread as `thread list --json` prints it.
+type InfoJSON struct {
+	ID           string   `json:"id"`
+	Status       string   `json:"status"`
+	Depth        int      `json:"depth"`
+	Head         cas.Hash `json:"head"`
+	Workflow     cas.Hash `json:"workflow"`
+	WorkflowName string   `json:"workflowName"`
+	Created      int64    `json:"created"` // Unix ms
+	Updated      int64    `json:"updated"` // Unix ms: when the head was written
+}
+
+// ShowJSON is `thread show --json`: a list element and more. Every field is
+// always present; lastFailure and origin.thread are null when there is
+// none.
+type ShowJSON struct {
+	InfoJSON
+	Prompt      string       `json:"prompt"`
+	Origin      OriginJSON   `json:"origin"`
+	LastFailure *FailureJSON `json:"lastFailure"`
+}
+
+// OriginJSON is where a thread came from, in [ShowJSON].
+type OriginJSON struct {
+	Node   cas.Hash `json:"node"`
+	Depth  int      `json:"depth"`
+	Forked bool     `json:"forked"`
+	Thread *string  `json:"thread"`
+}
+
+// FailureJSON is a thread's last failure, in [ShowJSON].
+type FailureJSON struct {
+	Hash   cas.Hash `json:"hash"`
+	Head   cas.Hash `json:"head"`
+	Role   string   `json:"role"`
+	Agent  string   `json:"agent"`
+	Detail cas.Hash `json:"detail"`
+	Error  string   `json:"error"`
+	At     int64    `json:"at"`
+}
+
+// JSON returns the thread as a list element.
+func (info *Info) JSON() InfoJSON {
+	return InfoJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
+		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli(), Updated: info.Updated.UnixMilli()}
+}
+
+// ShowJSON returns the thread as `thread show --json` prints it.
+func (info *Info) ShowJSON() ShowJSON {
+	o := info.Origin
+	t := ShowJSON{InfoJSON: info.JSON(), Prompt: info.Prompt,
+		Origin: OriginJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
+	if o.ForkThread != "" {
+		t.Origin.Thread = &o.ForkThread
+	}
+	if f := info.LastFailure; f != nil {
+		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
+	}
+	return t
+}
+
+// EntryJSON is a chain node as `thread steps --json` lists it.
+type EntryJSON struct {
+	Depth  int      `json:"depth"`
+	Hash   cas.Hash `json:"hash"`
+	Kind   string   `json:"kind"`
+	Role   string   `json:"role,omitempty"`
+	Agent  string   `json:"agent,omitempty"`
+	Status string   `json:"status,omitempty"`
+	Mark   string   `json:"mark,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Time   int64    `json:"time,omitempty"`
+}
+
+// JSON returns the entry as `thread steps --json` lists it.
+func (n *StepEntry) JSON() EntryJSON {
+	en := EntryJSON{Depth: n.Depth(), Hash: n.Hash, Kind: n.Kind, Status: n.Status}
+	switch n.Kind {
+	case KindStep:
+		en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
+	case KindMark:
+		en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
+	}
+	return en
+}
+
+// HashOrNull is a hash in JSON output that may be absent: null when zero.
+type HashOrNull cas.Hash
+
+// MarshalJSON returns the hash as a JSON string, or null if it is zero.
+func (h HashOrNull) MarshalJSON() ([]byte, error) {
+	if h == 0 {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + cas.Hash(h).String() + `"`), nil
+}
+
+// StepJSON is `step show --json`: a step with its output and detail
+// expanded.
+type StepJSON struct {
+	Hash        cas.Hash        `json:"hash"`
+	Start       cas.Hash        `json:"start"`
+	Prev        HashOrNull      `json:"prev"`
+	Skip        []string        `json:"skip"`
+	Depth       int             `json:"depth"`
+	Role        string          `json:"role"`
+	Agent       string          `json:"agent"`
+	StartedAt   int64           `json:"startedAt"`
+	CompletedAt int64           `json:"completedAt"`
+	Output      cas.Hash        `json:"output"`
+	OutputType  cas.Hash        `json:"outputType"`
+	Value       json.RawMessage `json:"value"`
+	Detail      cas.Hash        `json:"detail"`
+	EdgePrompt  string          `json:"edgePrompt"`
+	ExitCode    int             `json:"exitCode"`
+	DurationMs  int64           `json:"durationMs"`
+	Prompt      string          `json:"prompt"`
+	Raw         string          `json:"raw"`
+	Stderr      string          `json:"stderr"`
+	Attempts    []string        `json:"attempts"`
+}
+
+// JSON returns the step view as `step show --json` prints it.
+func (v *StepView) JSON() (*StepJSON, error) {
+	st, d := v.Step, v.Detail
+	payload, err := cas.Canonical(v.Output.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("step %s: output %s: %w", v.Hash, st.Output, err)
+	}
+	skip := make([]string, len(st.Skip))
+	for i, sh := range st.Skip {
+		skip[i] = sh.String()
+	}
+	attempts := v.Attempts
+	if attempts == nil {
+		attempts = []string{}
+	}
+	return &StepJSON{v.Hash, st.Start, HashOrNull(st.Prev), skip, st.Depth, st.Role, st.Agent, st.StartedAt, st.CompletedAt,
+		st.Output, v.Output.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, v.Prompt, v.Raw, v.Stderr, attempts}, nil
+}
+
+// ReadingJSON is `thread read --json`.
+type ReadingJSON struct {
+	Text   string     `json:"text"`
+	Shown  int        `json:"shown"`
+	More   bool       `json:"more"`
+	Oldest HashOrNull `json:"oldest"`
+}
+
+// JSON returns the reading as `thread read --json` prints it.
+func (r *Reading) JSON() ReadingJSON {
+	return ReadingJSON{r.Text, r.Shown, r.More, HashOrNull(r.Oldest)}
+}
+
+// PageJSON is a page of a thread's chain, newest first, as the HTTP API's
+// GET /api/v1/threads/{id}/steps answers.
+type PageJSON struct {
+	Thread string      `json:"thread"`
+	Steps  []EntryJSON `json:"steps"`
+	More   bool        `json:"more"`   // older entries exist
+	Oldest HashOrNull  `json:"oldest"` // the last entry: pass it as before for the next page
+}
+
+// Page returns up to limit nodes of thread id's chain, newest first, older
+// than chain node before (zero: from the head), each with its output's
+// status. The error wraps [cas.ErrNotFound] if the thread or before is
+// absent, and [cas.ErrInvalid] if before is not a node of the thread's
+// chain.
+func (e *Engine) Page(ctx context.Context, id string, before cas.Hash, limit int) (*PageJSON, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	from := head
+	p := &PageJSON{Thread: id, Steps: []EntryJSON{}}
+	if !before.IsZero() {
+		bn, err := e.Node(ctx, before)
+		if err != nil {
+			return nil, fmt.Errorf("before %s: %w", before, err)
+		}
+		hn, err := e.Node(ctx, head)
+		if err != nil {
+			return nil, err
+		}
+		if bn.Kind == KindStart {
+			if bn.Hash != hn.StartHash() {
+				return nil, fmt.Errorf("before %s: %w: not a node of thread %s", before, cas.ErrInvalid, id)
+			}
+			return p, nil
+		}
+		if bn.Chain() == nil || bn.Depth() > hn.Depth() || bn.StartHash() != hn.StartHash() {
+			return nil, fmt.Errorf("before %s: %w: not a node of thread %s", before, cas.ErrInvalid, id)
+		}
+		an, err := e.Ancestor(ctx, head, bn.Depth())
+		if err != nil {
+			return nil, err
+		}
+		if an.Hash != before {
+			return nil, fmt.Errorf("before %s: %w: not a node of thread %s", before, cas.ErrInvalid, id)
+		}
+		from = prevOf(bn)
+	}
+	for n, err := range e.NewestFirst(ctx, from) {
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Steps) == limit {
+			p.More = true
+			break
+		}
+		en := &StepEntry{Node: n}
+		if n.Step != nil {
+			out, err := e.repo.Get(ctx, n.Step.Output)
+			if err != nil {
+				return nil, fmt.Errorf("step %s: output %s: %w", n.Hash, n.Step.Output, err)
+			}
+			en.Status = outputStatus(out.Payload)
+		}
+		p.Steps = append(p.Steps, en.JSON())
+		p.Oldest = HashOrNull(n.Hash)
+	}
+	return p, nil
+}
+
+// StartJSON is `thread start --json`: the new thread, its head (the start
+// node) and its workflow.
+type StartJSON struct {
+	Thread   string   `json:"thread"`
+	Head     cas.Hash `json:"head"`
+	Workflow cas.Hash `json:"workflow"`
+}
+
+// ForkJSON is `thread fork --json`: the new thread and its head.
+type ForkJSON struct {
+	Thread string   `json:"thread"`
+	Head   cas.Hash `json:"head"`
+}
+
+// RemovedJSON is `thread rm --json`.
+type RemovedJSON struct {
+	Thread  string `json:"thread"`
+	Removed bool   `json:"removed"`
+}

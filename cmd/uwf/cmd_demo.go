@@ -136,7 +136,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 		return err
 	}
 	home, _ := s.homeDir()
-	fmt.Fprintf(w, "\nNext: uwf --home %s thread show %s\n      uwf --home %s thread steps %s\n      uwf --home %s cas walk --tree %s\n",
-		home, id, home, fork, home, at)
+	fmt.Fprintf(w, "\nNext: uwf --home %s thread show %s\n      uwf --home %s thread steps %s\n      uwf --home %s cas walk --tree %s\n      uwf --home %s serve    # the threads in your browser\n",
+		home, id, home, fork, home, at, home)
 	return nil
 }

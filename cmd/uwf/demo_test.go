@@ -101,6 +101,9 @@ func TestDemoFreshHome(t *testing.T) {
 	if filepath.Dir(dir) != tmp || !strings.HasPrefix(filepath.Base(dir), "uwf-demo-") {
 		t.Errorf("uwf demo made its home at %s, want a uwf-demo-* folder in %s", dir, tmp)
 	}
+	if !strings.Contains(out, "\n      uwf --home "+dir+" serve ") {
+		t.Errorf("the demo does not say how to see its threads in the viewer:\n%s", out)
+	}
 	if !strings.Contains(out, "\nNext: uwf --home "+dir+" thread show ") {
 		t.Errorf("uwf demo does not say how to look further:\n%s", out)
 	}

@@ -764,6 +764,10 @@ func (h *Handler) workflow(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, r, err)
 				return
 			}
+			if p.Stored.Workflow.Name != name {
+				h.fail(w, r, fmt.Errorf("version %s is workflow %s, not %s: %w", vh, quote(p.Stored.Workflow.Name), name, cas.ErrNotFound))
+				return
+			}
 			p.Current = false
 		}
 	}

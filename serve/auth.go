@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -48,12 +49,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "host %q refused: a server on loopback answers only 127.0.0.1, localhost or [::1] on port %s", r.Host, s.port)
 			return
 		}
-		q := r.URL.Query()
-		for _, k := range []string{"token", "access_token", "auth", "authorization"} {
-			if q.Has(k) {
-				writeError(w, http.StatusBadRequest, "a token in the query string is refused: send it as \"Authorization: Bearer <token>\"")
-				return
-			}
+		if s.queryToken(r) {
+			writeError(w, http.StatusBadRequest, "a token in the query string is refused: send it as \"Authorization: Bearer <token>\"")
+			return
 		}
 		api := strings.HasPrefix(r.URL.Path, "/api/")
 		if mutating(r) {
@@ -82,6 +80,35 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// queryToken reports whether the query string carries a token: a
+// parameter named like one (token, access_token, auth, authorization, in
+// any case), or any parameter whose name or value is the server's token
+// (compared in constant time). Such a URL is refused whatever the token's
+// validity: URLs end up in histories, proxies' logs and Referer headers.
+func (s *Server) queryToken(r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return false
+	}
+	q, _ := url.ParseQuery(r.URL.RawQuery) // what parses: a bad pair is no parameter
+	found := false
+	for k, vs := range q {
+		switch strings.ToLower(k) {
+		case "token", "access_token", "auth", "authorization", "bearer":
+			found = true
+		}
+		if subtle.ConstantTimeCompare([]byte(k), s.token) == 1 {
+			found = true
+		}
+		for _, v := range vs {
+			v = strings.TrimSpace(strings.TrimPrefix(v, "Bearer "))
+			if subtle.ConstantTimeCompare([]byte(v), s.token) == 1 {
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 // loopbackHost reports whether the Host header names this server on

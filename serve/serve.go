@@ -199,9 +199,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// stopJobs cancels the background steps and waits for them.
+// stopJobs cancels the background steps and waits for them. The cancel
+// is made under jobsMu, as startJob checks the context and adds to jobsWG
+// under it: a job is either added before the Wait or refused, never added
+// while Wait runs (which would let Serve return with a step still going).
 func (s *Server) stopJobs() {
+	s.jobsMu.Lock()
 	s.jobCancel()
+	s.jobsMu.Unlock()
 	s.jobsWG.Wait()
 }
 

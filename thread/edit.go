@@ -104,5 +104,8 @@ func (e *Engine) ForkEdit(ctx context.Context, thread string, step cas.Hash, val
 	if err := e.refs.CompareAndSwap(ctx, refName(id), 0, head, msg); err != nil {
 		return "", 0, fmt.Errorf("fork: %w", err)
 	}
+	o := originFromEntry(cas.LogEntry{New: head, Message: msg})
+	o.Depth = c.Depth
+	e.storeOrigin(ctx, id, o)
 	return id, head, nil
 }

@@ -415,6 +415,27 @@ type Origin struct {
 	Forked     bool
 }
 
+// Origin returns where thread id's current incarnation began: a start of
+// its own, or a fork (and from which thread). Once the step cache holds
+// the thread's entry (written by Start and Fork, or by the first Show of a
+// thread an older build wrote) it reads the head, its start and at most
+// O(log distance) chain nodes to check the entry, and no ref log.
+func (e *Engine) Origin(ctx context.Context, id string) (Origin, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return Origin{}, err
+	}
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return Origin{}, err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return Origin{}, fmt.Errorf("thread %s: head: %w", id, err)
+	}
+	return e.origin(ctx, id, hn)
+}
+
 // origin returns where the thread's current incarnation began: its
 // creation entry, the last log entry with a zero old value (PruneLog keeps
 // it). It comes from the step cache when the entry there holds (see

@@ -148,7 +148,8 @@ type errorPage struct {
 }
 
 // fail writes an error page whose status says what went wrong: 400 for a
-// malformed id, hash or name, 404 for something absent, 500 otherwise.
+// malformed id, hash or name or a hash of the wrong kind of node, 404 for
+// something absent, 500 otherwise.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
 	var bad *badRequest
@@ -157,6 +158,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, cas.ErrNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, cas.ErrInvalid):
+		// A hash given for a kind of node it is not (as the API's 400).
+		status = http.StatusBadRequest
 	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
 		return // the client went away
 	}

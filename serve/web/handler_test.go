@@ -61,6 +61,8 @@ func TestPages(t *testing.T) {
 		{"workflow bad name", "/workflows/a%20b", 400, nil},
 		{"workflow absent", "/workflows/nope", 404, nil},
 		{"workflow bad version", "/workflows/review-loop?version=zz", 400, []string{"not a hash"}},
+		{"workflow version of another workflow", "/workflows/review-loop?version=" + e.evilWF.String(), 404, []string{"not review-loop"}},
+		{"workflow version not a workflow", "/workflows/review-loop?version=" + info.Head.String(), 400, []string{"not a workflow node"}},
 		{"node", "/nodes/" + info.Head.String(), 200, []string{`href="/nodes/`, "payload"}},
 		{"node bad hash", "/nodes/xyz", 400, nil},
 		{"node absent", "/nodes/0000000000001", 404, nil},

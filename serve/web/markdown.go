@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html/template"
+	"net/url"
 	"sync"
 
 	"github.com/microcosm-cc/bluemonday"
@@ -33,12 +34,14 @@ var (
 
 // sanitiser returns the policy every rendered text goes through:
 // bluemonday's user-content policy (no script, no style, no event
-// handlers, http, https and mailto links only), links opened without a
+// handlers, http, https and relative links only), links opened without a
 // referrer and marked nofollow, task-list checkboxes kept (disabled).
 func sanitiser() *bluemonday.Policy {
 	policyOnce.Do(func() {
 		p := bluemonday.UGCPolicy()
-		p.AllowURLSchemes("http", "https", "mailto")
+		// UGCPolicy allows http, https and mailto; a scheme with a
+		// policy that accepts nothing is refused.
+		p.AllowURLSchemeWithCustomPolicy("mailto", func(*url.URL) bool { return false })
 		p.RequireNoReferrerOnLinks(true)
 		p.RequireNoFollowOnLinks(true)
 		p.AllowAttrs("type").Matching(bluemonday.SpaceSeparatedTokens).OnElements("input")

@@ -508,36 +508,16 @@ type forksPage struct {
 	Origin thread.Origin
 }
 
-// forkOrigin is a thread's parent and the depth it was forked at, as its
-// ref log's creation entry says ("fork from <thread>@<hash>", with
-// " (edit)" after a fork with an edit); ok is false for a thread that was
-// started, or forked from a bare node.
+// forkOrigin is a thread's parent and the depth it was forked at, as
+// [thread.Engine.Origin] gives it: from the step cache, checked against
+// the thread's chain, without reading its ref log; ok is false for a
+// thread that was started, or forked from a bare node.
 func (h *Handler) forkOrigin(ctx context.Context, id string) (parent string, depth int, ok bool) {
-	log, err := h.eng.Log(ctx, id)
-	if err != nil {
+	o, err := h.eng.Origin(ctx, id)
+	if err != nil || !o.Forked || o.ForkThread == "" {
 		return "", 0, false
 	}
-	for _, le := range slices.Backward(log) {
-		if !le.Old.IsZero() || le.New.IsZero() {
-			continue
-		}
-		rest, ok := strings.CutPrefix(le.Message, "fork from ")
-		if !ok {
-			return "", 0, false
-		}
-		rest, _, _ = strings.Cut(rest, " ")
-		t, hs, ok := strings.Cut(rest, "@")
-		if !ok {
-			return "", 0, false
-		}
-		if hash, err := cas.ParseHash(hs); err == nil {
-			if n, err := h.eng.Node(ctx, hash); err == nil {
-				depth = n.Depth()
-			}
-		}
-		return t, depth, true
-	}
-	return "", 0, false
+	return o.ForkThread, o.Depth, true
 }
 
 func (h *Handler) forks(w http.ResponseWriter, r *http.Request) {
@@ -782,6 +762,10 @@ func (h *Handler) workflow(w http.ResponseWriter, r *http.Request) {
 		if vh != cur.Hash {
 			if p.Stored, err = reg.LoadStored(ctx, vh); err != nil {
 				h.fail(w, r, err)
+				return
+			}
+			if p.Stored.Workflow.Name != name {
+				h.fail(w, r, fmt.Errorf("version %s is workflow %s, not %s: %w", vh, quote(p.Stored.Workflow.Name), name, cas.ErrNotFound))
 				return
 			}
 			p.Current = false

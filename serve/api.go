@@ -25,6 +25,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/threads/{id}/log", s.handleThreadLog)
 	m.HandleFunc("POST /api/v1/threads/{id}/step", s.handleStep)
 	m.HandleFunc("POST /api/v1/threads/{id}/kill", s.handleKill)
+	m.HandleFunc("POST /api/v1/threads/{id}/suspend", s.handleSuspend)
 	m.HandleFunc("POST /api/v1/threads/{id}/resume", s.handleResume)
 	m.HandleFunc("POST /api/v1/threads/{id}/fork", s.handleFork)
 	m.HandleFunc("POST /api/v1/threads/{id}/rm", s.handleRm)

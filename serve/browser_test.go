@@ -93,6 +93,16 @@ func TestBrowserStartAndStep(t *testing.T) {
 		chromedp.SendKeys(browsertest.CSS(`form[data-api$="/step"] input[name=agent]`), "synth"),
 		chromedp.Click(browsertest.CSS(`form[data-api$="/step"] button`)),
 		browsertest.WaitFor(`!!document.querySelector('#timeline li.new[data-depth="4"]')`, 30*time.Second))
+	// Suspend it from the page, then resume it.
+	browsertest.Do(t, ctx, "suspend the fork from its page",
+		chromedp.SendKeys(browsertest.CSS(`form[data-api$="/suspend"] input[name=reason]`), "a pause"),
+		chromedp.Click(browsertest.CSS(`form[data-api$="/suspend"] button`)),
+		browsertest.WaitFor(`!!document.querySelector('#timeline li.mark-suspended')`, 30*time.Second),
+		browsertest.WaitFor(`document.querySelector('#thread-head .pill').textContent === 'suspended'`, 10*time.Second),
+		browsertest.WaitFor(`document.querySelector('form[data-api$="/step"] button').disabled`, 10*time.Second),
+		chromedp.Click(browsertest.CSS(`form[data-api$="/resume"] button`)),
+		browsertest.WaitFor(`document.querySelector('#thread-head .pill').textContent === 'active'`, 30*time.Second))
+	browsertest.Screenshot(t, ctx, "suspended-and-resumed")
 	browsertest.Eval[bool](t, ctx, `(window.confirm = () => true, true)`)
 	browsertest.Do(t, ctx, "kill the fork from its page",
 		chromedp.SendKeys(browsertest.CSS(`form[data-api$="/kill"] input[name=reason]`), "seen enough"),

@@ -251,6 +251,7 @@ type jobJSON struct {
 	Ms     int64    `json:"elapsedMs"`
 }
 
+// killBody is the body of kill and suspend.
 type killBody struct {
 	Reason string `json:"reason"`
 }
@@ -264,6 +265,15 @@ type hashJSON struct {
 }
 
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	s.handleMark(w, r, s.eng.Kill)
+}
+
+func (s *Server) handleSuspend(w http.ResponseWriter, r *http.Request) {
+	s.handleMark(w, r, s.eng.Suspend)
+}
+
+// handleMark appends the mark that mark makes, with the body's reason.
+func (s *Server) handleMark(w http.ResponseWriter, r *http.Request, mark func(ctx context.Context, id, reason string) (cas.Hash, error)) {
 	id, err := threadID(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -274,7 +284,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	h, err := s.eng.Kill(r.Context(), id, b.Reason)
+	h, err := mark(r.Context(), id, b.Reason)
 	if err != nil {
 		s.fail(w, r, err)
 		return

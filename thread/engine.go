@@ -285,6 +285,29 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
 }
 
+// Suspend appends a suspended mark with reason, pausing an active thread
+// until it is resumed; routing then goes on from its last step, as after
+// the step limit. Suspending a thread that is not active is an error
+// wrapping [ErrNotActive]. A step running in another process when the
+// mark lands fails to commit (the head moved) and is not recorded.
+func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return 0, err
+	}
+	if st := hn.Status(); st != StatusActive {
+		return 0, fmt.Errorf("suspend thread %s: %w: it is %s", id, ErrNotActive, st)
+	}
+	if reason == "" {
+		reason = "suspended by the user"
+	}
+	return e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0)
+}
+
 // Resume appends a resumed mark whose reason is text (included in the next
 // prompt). It runs nothing. Resuming an active or done thread is an error
 // wrapping [ErrNotActive]... except that resuming an active thread with a

@@ -476,6 +476,32 @@ func testMarksAndStatus(t *testing.T, te *tenv) {
 	if _, err := te.e.Head(te.ctx, "not-a-ulid"); !errors.Is(err, cas.ErrInvalidRefName) {
 		t.Errorf("Head(bad id) = %v, want ErrInvalidRefName", err)
 	}
+
+	// A user's suspend pauses an active thread; a step is refused until a
+	// resume; only an active thread can be suspended.
+	if _, err := te.e.Suspend(te.ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	info, _ = te.e.Show(te.ctx, id)
+	if info.Status != thread.StatusSuspended || info.Depth != 5 {
+		t.Errorf("after suspend: %+v", info)
+	}
+	head, _ := te.e.Head(te.ctx, id)
+	if n, err := te.e.Node(te.ctx, head); err != nil || n.Mark.Reason != "suspended by the user" {
+		t.Errorf("suspend mark = %+v, %v; want the default reason", n, err)
+	}
+	if _, err := te.e.Suspend(te.ctx, id, "again"); !errors.Is(err, thread.ErrNotActive) {
+		t.Errorf("Suspend(suspended) = %v, want ErrNotActive", err)
+	}
+	if _, err := te.e.Step(te.ctx, id, &thread.RunOptions{Agent: "synth"}); !errors.Is(err, thread.ErrNotActive) {
+		t.Errorf("Step(suspended) = %v, want ErrNotActive", err)
+	}
+	if _, err := te.e.Resume(te.ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ = te.e.Show(te.ctx, id); info.Status != thread.StatusActive {
+		t.Errorf("after resuming a suspend: %+v", info)
+	}
 }
 
 func TestList(t *testing.T) { testList(t, newTEnv(t)) }

@@ -211,6 +211,22 @@ thread can be resumed.`,
 				}),
 			},
 			{
+				Name:      "suspend",
+				Usage:     "append a suspended mark (resume goes on)",
+				ArgsUsage: "<thread>",
+				Description: `Prints the mark's hash. Only an active thread can be suspended; resume
+goes on from its last step.`,
+				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
+						return err
+					}
+					return runThreadMark(c.Context, c.App.Writer, s, c.Args().First(), func(e *thread.Engine, id string) (cas.Hash, error) {
+						return e.Suspend(c.Context, id, c.String("reason"))
+					})
+				}),
+			},
+			{
 				Name:      "resume",
 				Usage:     "append a resumed mark (runs nothing)",
 				ArgsUsage: "<thread> [-p <text>]",

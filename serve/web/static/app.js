@@ -200,7 +200,7 @@
     if (!h || !acts) return;
     var st = h.getAttribute('data-status'), depth = h.getAttribute('data-depth');
     var can = {
-      step: st === 'active', resume: st === 'suspended', kill: st === 'active' || st === 'suspended', fork: true
+      step: st === 'active', suspend: st === 'active', resume: st === 'suspended', kill: st === 'active' || st === 'suspended', fork: true
     };
     Array.prototype.forEach.call(acts.querySelectorAll('form[data-api]'), function (f) {
       var verb = f.getAttribute('data-api').split('/').pop();

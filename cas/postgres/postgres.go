@@ -72,6 +72,7 @@ type Store struct {
 	storeKey, gcKey int64
 
 	listen listener    // wakes the watchers (watch.go)
+	notify notifier    // tells other processes' watchers (notify.go)
 	reads  sharedReads // lets them share their reads
 	closed atomic.Bool // Close was called: watches end
 }
@@ -209,6 +210,7 @@ func (s *Store) Schema() string { return s.schema }
 // wrapping [fs.ErrClosed].
 func (s *Store) Close() {
 	s.closed.Store(true)
+	s.stopNotify()
 	s.listen.broadcast()
 	s.locks.Close()
 	s.pool.Close()

@@ -187,6 +187,7 @@ func (r *Refs) swap(ctx context.Context, name string, old cas.Hash, stmt string,
 		var id int64
 		err := r.s.pool.QueryRow(ctx, stmt, args...).Scan(&id)
 		if err == nil {
+			r.s.changed()
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -205,7 +206,7 @@ func (r *Refs) swap(ctx context.Context, name string, old cas.Hash, stmt string,
 }
 
 func (r *Refs) create(ctx context.Context, name string, new cas.Hash, message string) error {
-	return r.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := r.lockName(ctx, tx, name); err != nil {
 			return err
 		}
@@ -241,6 +242,10 @@ func (r *Refs) create(ctx context.Context, name string, new cas.Hash, message st
 		}
 		return nil
 	})
+	if err == nil {
+		r.s.changed()
+	}
+	return err
 }
 
 // Replace sets ref name to new, or deletes it if new is zero, whatever it
@@ -302,6 +307,7 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		}
 		return fmt.Errorf("replace ref %s: %w", name, err)
 	}
+	r.s.changed()
 	return nil
 }
 
@@ -529,6 +535,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		}
 		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
+	r.s.changed()
 	return nil
 }
 

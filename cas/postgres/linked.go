@@ -189,6 +189,9 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 	if err := validMessage(name, message); err != nil {
 		return true, err
 	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return true, fmt.Errorf("update ref %s: %w", name, err)
+	}
 	return true, r.move(ctx, name, old, new, message, true)
 }
 

@@ -78,14 +78,15 @@ func (s *Store) sendNotify() {
 }
 
 // stopNotify ends the notifier after sending what is pending; changed does
-// nothing after it.
+// nothing after it. Calls after the first do nothing.
 func (s *Store) stopNotify() {
 	n := &s.notify
 	n.mu.Lock()
+	first := !n.stopped
 	n.stopped = true
 	started, stop, done := n.started, n.stop, n.done
 	n.mu.Unlock()
-	if started {
+	if started && first {
 		close(stop)
 		<-done
 	}

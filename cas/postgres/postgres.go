@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,9 @@ type Store struct {
 	notify notifier    // tells other processes' watchers (notify.go)
 	reads  sharedReads // lets them share their reads
 	closed atomic.Bool // Close was called: watches end
+
+	addMu sync.Mutex  // ensureAdditions, one at a time
+	added atomic.Bool // the additions are there (migrate.go)
 }
 
 var (

@@ -36,6 +36,7 @@ type queries struct {
 	// watch (watch.go)
 	watchRead, watchReadBare, watchBarrier   string
 	watchTop, watchTrim, watchNotify         string
+	watchHead, watchHeadBare                 string
 	importRows, deleteLogsTrim, deleteNewest string
 	lockSharedXact, touchMany, putLinked     string
 	moveIfPresent, deleteIfOlderMany         string

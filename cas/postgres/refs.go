@@ -161,6 +161,11 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	if err := validMessage(name, message); err != nil {
 		return err
 	}
+	if old != new {
+		if err := r.s.ensureAdditions(ctx); err != nil {
+			return fmt.Errorf("update ref %s: %w", name, err)
+		}
+	}
 	switch {
 	case old == new:
 		cur, _, err := r.current(ctx, r.s.pool, name)
@@ -261,6 +266,9 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 	}
 	if err := validMessage(name, message); err != nil {
 		return err
+	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return fmt.Errorf("replace ref %s: %w", name, err)
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		cur, live, err := r.lockRef(ctx, tx, name)
@@ -446,6 +454,9 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	if time.UnixMilli(ms).Before(before) {
 		ms++
 	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return 0, fmt.Errorf("prune ref logs: %w", err)
+	}
 	var n int
 	if err := r.s.pool.QueryRow(ctx, r.s.q.pruneLog, ms).Scan(&n); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", ctxErr(ctx, err))
@@ -474,6 +485,9 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	}
 	if len(entries) == 0 {
 		return nil
+	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		cur, live, err := r.lockRef(ctx, tx, name)

@@ -138,8 +138,17 @@ func (q *queries) watchQueries(schema string, w func(string) string) {
 	key := strconv.FormatInt(watchLockKey(schema), 10)
 	q.watchBarrier = `WITH l AS MATERIALIZED (SELECT pg_advisory_lock(` + key + `) AS locked)
 		SELECT pg_advisory_unlock(` + key + `) FROM l`
+	head := func(trim string) string {
+		return q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0), coalesce(` + trim + `, 0))`)
+	}
+	q.watchHead = head(`(SELECT id FROM {{S}}.watch_trim)`)
+	q.watchHeadBare = head(`NULL::bigint`)
 	// The highest id ever handed out (0 if none): no cursor is beyond it.
-	q.watchTop = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')), 0)`
+	// A role that may not read the sequence (SELECT on the tables alone)
+	// gets the highest id in the log.
+	q.watchTop = q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0),
+		coalesce(CASE WHEN has_sequence_privilege(x.seq, 'SELECT') THEN pg_sequence_last_value(x.seq::regclass) END, 0))
+		FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) x`)
 	q.watchTrim = q.expand(`SELECT coalesce((SELECT id FROM {{S}}.watch_trim), 0)`)
 	// ImportLog's rows, in order, each listed as quiet except, when $7,
 	// the last (the creation of the ref, a change).
@@ -174,18 +183,26 @@ func parseCursor(c cas.Cursor) (int64, error) {
 }
 
 // WatchHead returns the cursor of the newest committed change: the
-// highest log id the store handed out, read before a barrier (see above)
-// that waits until every id up to it is committed or never will be, so a
-// change committed after the call has a higher id. One round trip.
+// highest log id (or trim mark) the store shows, read in one round trip
+// holding the watch lock exclusive (a transaction of its own: no writer is
+// then between taking an id and its commit), so a change committed after
+// the call has a higher id.
 func (r *Refs) WatchHead(ctx context.Context) (cas.Cursor, error) {
-	var id int64
-	b := &pgx.Batch{}
-	b.Queue(r.s.q.watchTop, r.s.q.schema+".ref_log").QueryRow(func(row pgx.Row) error { return row.Scan(&id) })
-	b.Queue(r.s.q.watchBarrier).Exec(func(pgconn.CommandTag) error { return nil })
-	if err := r.s.pool.SendBatch(ctx, b).Close(); err != nil {
+	id, err := r.watchHeadWith(ctx, r.s.q.watchHead)
+	if noTable(err) {
+		id, err = r.watchHeadWith(ctx, r.s.q.watchHeadBare)
+	}
+	if err != nil {
 		return "", fmt.Errorf("watch head: %w", ctxErr(ctx, err))
 	}
 	return cas.Cursor(strconv.FormatInt(id, 10)), nil
+}
+
+func (r *Refs) watchHeadWith(ctx context.Context, stmt string) (id int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(r.s.q.lockExclusive, watchLockKey(r.s.schema))
+	b.Queue(stmt).QueryRow(func(row pgx.Row) error { return row.Scan(&id) })
+	return id, r.s.pool.SendBatch(ctx, b).Close()
 }
 
 // Watch yields the changes committed after cursor after to refs whose

@@ -132,12 +132,10 @@ func (q *queries) watchQueries(schema string, w func(string) string) {
 	}
 	q.watchRead = read(`EXISTS (SELECT 1 FROM {{S}}.ref_log_quiet q WHERE q.id = r.id)`, `(SELECT id FROM {{S}}.watch_trim)`)
 	q.watchReadBare = read(`false`, `NULL::bigint`)
-	// The barrier: the watch lock exclusive, released at once (a session
-	// lock, so the statement that follows in the same batch runs without
-	// it): it returns when every writer holding it shared has ended.
-	key := strconv.FormatInt(watchLockKey(schema), 10)
-	q.watchBarrier = `WITH l AS MATERIALIZED (SELECT pg_advisory_lock(` + key + `) AS locked)
-		SELECT pg_advisory_unlock(` + key + `) FROM l`
+	// The barrier: the watch lock exclusive, in a transaction of its own
+	// (autocommit), so it is released as soon as it is granted, and on any
+	// error: it returns when every writer holding it shared has ended.
+	q.watchBarrier = `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(watchLockKey(schema), 10) + `)`
 	head := func(trim string) string {
 		return q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0), coalesce(` + trim + `, 0))`)
 	}
@@ -387,7 +385,7 @@ func contiguous(rows []logRow, after int64) (n int, gap bool) {
 }
 
 // readLogRows reads a page of log rows after last and the trim mark, after
-// a barrier if barrier (one round trip either way). A store without the
+// a barrier if barrier (one round trip more). A store without the
 // watch's tables (an addition made at the first write that needs them)
 // is read as having no quiet rows and no trim.
 func (r *Refs) readLogRows(ctx context.Context, last int64, barrier bool) ([]logRow, int64, error) {
@@ -399,18 +397,15 @@ func (r *Refs) readLogRows(ctx context.Context, last int64, barrier bool) ([]log
 }
 
 func (r *Refs) readLogRowsWith(ctx context.Context, stmt string, last int64, barrier bool) (out []logRow, trim int64, err error) {
-	b := &pgx.Batch{}
 	if barrier {
-		b.Queue(r.s.q.watchBarrier)
-	}
-	b.Queue(stmt, last, watchPage)
-	br := r.s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if barrier {
-		if _, err := br.Exec(); err != nil {
+		if _, err := r.s.pool.Exec(ctx, r.s.q.watchBarrier); err != nil {
 			return nil, 0, fmt.Errorf("barrier: %w", err)
 		}
 	}
+	b := &pgx.Batch{}
+	b.Queue(stmt, last, watchPage)
+	br := r.s.pool.SendBatch(ctx, b)
+	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, err

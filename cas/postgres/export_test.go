@@ -10,7 +10,7 @@ import (
 // collisions. Call it before s is used.
 func SetHash(s *Store, sum func([]byte) cas.Hash) { s.sum = sum }
 
-// AddAddition appends an additive SQL object to the list Open makes, until
+// AddAddition appends an additive SQL object to the list a first write makes, until
 // the test ends. Tests that call it must not run in parallel with others.
 func AddAddition(t interface{ Cleanup(func()) }, name string, stmts ...string) {
 	n := len(additions)

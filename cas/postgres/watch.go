@@ -61,8 +61,9 @@ const (
 // tests).
 var watchPage = 1000
 
-// watchAddition makes the tables of the watch: see above. Made at Open by
-// the additions mechanism; a version-1 build ignores them.
+// watchAddition makes the tables of the watch: see above. Made with a new
+// store or at the first ref change by this build (the additions
+// mechanism, never at Open); a version-1 build ignores them.
 var watchAddition = addition{
 	name: "watch-1",
 	stmts: []string{

@@ -414,3 +414,27 @@ func TestWatchLockBeforeID(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchNotifiedAcrossStores: a change made through one Store wakes
+// the watchers of another (another process) through the notification sent
+// after the commit, well before their poll (every 3 s).
+func TestWatchNotifiedAcrossStores(t *testing.T) {
+	schema := freshSchema(t)
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := t.Context()
+	head, err := b.Refs().WatchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchItems(t, b.Refs(), head)
+	time.Sleep(200 * time.Millisecond) // b's LISTEN connection is up
+	for i, name := range []string{"other/one", "other/two", "other/three"} {
+		if err := a.Refs().CompareAndSwap(ctx, name, 0, cas.Hash(i+1), "from a"); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := nextEvent(t, w, 2*time.Second)
+		if !ok || e.Ref != name {
+			t.Fatalf("change %d through another Store: %+v, %v within 2 s; want %s", i, e, ok, name)
+		}
+	}
+}

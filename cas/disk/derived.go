@@ -52,7 +52,8 @@ func (s *Store) GetDerived(ctx context.Context, key string) ([]byte, bool, error
 
 // PutDerived sets the [cas.Derived] entry at key: a temporary file in tmp/
 // renamed over cache/<XY>/<rest>. Nothing is synced: the cache is
-// droppable, and a lost or torn entry is recomputed.
+// droppable, and a lost or torn entry is recomputed. Without the folder
+// cache/ it keeps nothing: see makeCacheDir.
 func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -73,7 +74,16 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 		if errors.Is(err, fs.ErrNotExist) {
-			if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			// Its cache/<XY> folder, never cache/ itself: a store without
+			// cache/ (made by an older build, and not yet written by this
+			// one) keeps no entry, so that a reader, which fills the cache,
+			// creates nothing there.
+			err = os.Mkdir(filepath.Dir(path), 0o755)
+			if errors.Is(err, fs.ErrNotExist) {
+				os.Remove(tmp)
+				return nil
+			}
+			if err == nil || errors.Is(err, fs.ErrExist) {
 				err = os.Rename(tmp, path)
 			}
 		}
@@ -97,4 +107,19 @@ func (s *Store) DropDerived(ctx context.Context, key string) error {
 		return fmt.Errorf("disk: drop derived-cache entry %s: %w", key, err)
 	}
 	return nil
+}
+
+// makeCacheDir makes the folder cache/ (not synced: the cache is
+// droppable) at the first ref change by this Store, if it is not there:
+// a store made by a build older than the cache gets it at its first
+// write, never at Open or by a read (SPEC §9). Create makes it with the
+// store.
+func (s *Store) makeCacheDir() {
+	if s.cacheMade.Load() {
+		return
+	}
+	err := s.fs.Mkdir(filepath.Join(s.dir, cacheDir), 0o755)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		s.cacheMade.Store(true)
+	}
 }

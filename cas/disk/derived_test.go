@@ -2,11 +2,14 @@ package disk_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/castest"
@@ -149,7 +152,109 @@ func TestDerivedIgnored(t *testing.T) {
 	if _, err := cas.Import(ctx, r2, &tar, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dst, "cache")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("import made cache/ (%v): the cache was carried", err)
+	// cache/ comes with the store (and its first write); no entry of it
+	// was carried.
+	var carried []string
+	err = filepath.WalkDir(filepath.Join(dst, "cache"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			carried = append(carried, p)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if len(carried) > 0 {
+		t.Errorf("import carried the cache: %v", carried)
+	}
+}
+
+// TestReadsCreateNothing: a store made by a build older than the derived
+// cache and the watch journal (no cache/, no journal/) is opened and read
+// (an object, a ref, its log, the cache, a watch) without either folder
+// appearing; the first ref change by this build makes cache/, and the
+// cache keeps entries from then on.
+func TestReadsCreateNothing(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.Put(ctx, []byte(`"x"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Refs().CompareAndSwap(ctx, "things/x", 0, h, "create"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, d := range []string{"cache", "journal"} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func() []string {
+		t.Helper()
+		es, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	before := names()
+	st, err = disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := st.Refs()
+	if _, err := st.Get(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Get(ctx, "things/x"); err != nil || got != h {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	if _, err := r.Log(ctx, "things/x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.GetDerived(ctx, "chain/x"); ok || err != nil {
+		t.Fatalf("GetDerived = %v, %v; want a miss", ok, err)
+	}
+	if err := st.PutDerived(ctx, "chain/x", []byte("X")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.WatchHead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	for _, err := range r.Watch(wctx, "", "") {
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Watch: %v", err)
+		}
+		break
+	}
+	cancel()
+	if after := names(); !slices.Equal(after, before) {
+		t.Fatalf("Open and reads changed the store's folder: %v, want %v", after, before)
+	}
+	if _, ok, _ := st.GetDerived(ctx, "chain/x"); ok {
+		t.Error("a put without cache/ kept an entry")
+	}
+	if err := r.CompareAndSwap(ctx, "things/y", 0, h, "create"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cache")); err != nil {
+		t.Fatalf("the first ref change did not make cache/: %v", err)
+	}
+	if err := st.PutDerived(ctx, "chain/x", []byte("X")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := st.GetDerived(ctx, "chain/x"); !ok || err != nil || string(v) != "X" {
+		t.Errorf("after the first write, GetDerived = %q, %v, %v", v, ok, err)
 	}
 }

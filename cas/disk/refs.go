@@ -355,6 +355,7 @@ const (
 // the next change) and a temporary file (removed once stale); a crash
 // after the rename leaves the ref moved with its log line durable.
 func (r *Refs) commit(lower string, cur refState, line logLine, act refAction, jw *journalWriter) error {
+	r.s.makeCacheDir()
 	fp := r.s.newFlushPoint()
 	if err := r.appendLog(lower, cur, line, fp); err != nil {
 		return err

@@ -40,6 +40,7 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
+	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
 	watch     notifier       // wakes this Store's watchers
 	confirmed confirmedCache // what this Store's watchers found committed
@@ -108,7 +109,7 @@ func Create(dir string, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("disk: create store %s: the folder holds %q: not empty and not a uwf store", dir, n)
 		}
 	}
-	for _, d := range []string{objectsDir, tmpDirName, refsDir, logsDir, locksDir} {
+	for _, d := range []string{objectsDir, tmpDirName, refsDir, logsDir, locksDir, cacheDir} {
 		if err := o.fs.Mkdir(filepath.Join(dir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("disk: create store %s: %w", dir, err)
 		}

@@ -380,50 +380,40 @@ func BenchmarkWatchStepParallel(b *testing.B) {
 // BenchmarkStepWrites measures a step's writes as the repo makes them on
 // PostgreSQL, 8 writers at once (each on its own ref): a node put with one
 // edge (PutLinked) and the ref move onto it (SwapTouching), each one round
-// trip and one commit. The others add what watching refs will add to each
-// move: an exclusive transaction-level advisory lock before the move
-// ("lock"), a pg_notify after it ("notify"), or both.
+// trip and one commit (the move's holding the watch lock shared).
 //
 //	go test ./cas/postgres -run '^$' -bench '^BenchmarkStepWrites$' -benchtime 2000x
 func BenchmarkStepWrites(b *testing.B) {
-	for _, tc := range []struct {
-		name         string
-		lock, notify bool
-	}{{"plain", false, false}, {"lock", true, false}, {"notify", false, true}, {"lock+notify", true, true}} {
-		b.Run(tc.name, func(b *testing.B) {
-			postgres.SetWatchStandIn(b, tc.lock, tc.notify)
-			s := benchStore(b)
-			ctx := b.Context()
-			edge, err := s.Put(ctx, []byte("the edge every step names"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			seed := benchSeed.Add(1)
-			var writer atomic.Uint64
-			b.SetParallelism(4) // 8 writers on 2 cores
-			b.RunParallel(func(pb *testing.PB) {
-				w := writer.Add(1)
-				name := fmt.Sprintf("threads/w%d", w)
-				var head cas.Hash
-				for n := uint64(0); pb.Next(); n++ {
-					hs, err := s.PutLinked(ctx, [][]byte{blob(seed, w<<32|n)}, []cas.Hash{edge})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if head.IsZero() {
-						err = s.Refs().CompareAndSwap(ctx, name, 0, hs[0], "start")
-					} else {
-						_, err = s.Refs().SwapTouching(ctx, s, name, head, hs[0], "step")
-					}
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					head = hs[0]
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-		})
+	s := benchStore(b)
+	ctx := b.Context()
+	edge, err := s.Put(ctx, []byte("the edge every step names"))
+	if err != nil {
+		b.Fatal(err)
 	}
+	seed := benchSeed.Add(1)
+	var writer atomic.Uint64
+	b.SetParallelism(4) // 8 writers on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		w := writer.Add(1)
+		name := fmt.Sprintf("threads/w%d", w)
+		var head cas.Hash
+		for n := uint64(0); pb.Next(); n++ {
+			hs, err := s.PutLinked(ctx, [][]byte{blob(seed, w<<32|n)}, []cas.Hash{edge})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if head.IsZero() {
+				err = s.Refs().CompareAndSwap(ctx, name, 0, hs[0], "start")
+			} else {
+				_, err = s.Refs().SwapTouching(ctx, s, name, head, hs[0], "step")
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			head = hs[0]
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 }

@@ -17,7 +17,10 @@ var _ cas.Derived = (*Store)(nil)
 // unlogged table (no WAL; PostgreSQL empties it after a crash), not part of
 // the format. It may be emptied (TRUNCATE) or dropped at any time: with
 // the table gone the store keeps no entries (and DELETE FROM additions
-// WHERE name = 'derived-cache' has the next Open make it again).
+// WHERE name = 'derived-cache' has the next write of a Store make it
+// again). Like every addition it is made at a store's creation or at the
+// first change of a ref by this build, never by a read: a PutDerived (which
+// readers call to fill the cache) while it is absent keeps nothing.
 func init() {
 	additions = append(additions, addition{name: "derived-cache", stmts: []string{
 		`CREATE UNLOGGED TABLE IF NOT EXISTS {{S}}.derived (

@@ -18,7 +18,9 @@
 //     new store under an advisory lock, writes nothing to a store at a
 //     known version, and refuses a newer one ([cas.ErrFormat]); the
 //     version moves only by [Refs.BumpFormat]. Additive SQL objects are
-//     recorded apart, in the table additions.
+//     recorded apart, in the table additions; an existing store gets
+//     missing ones at its first ref change by this build, never at Open,
+//     and readers take absent ones as empty.
 //   - objects(hash bigint primary key, data bytea, size bigint, time
 //     timestamptz): one row per object. The hash is the XXH64 read as a
 //     signed 64-bit integer; time is when the object was last put, touched
@@ -62,12 +64,16 @@
 //
 // [Refs] implements [cas.Watcher]: events are ref_log rows in id order,
 // the cursor a row's id. Every statement that inserts log rows first takes
-// a transaction-level advisory lock (held until commit, taken just before
-// the row gets its id, after the ref's own locks), so ids commit in order
-// and a reader resuming from "id > last" skips nothing, and calls
-// pg_notify at commit; one LISTEN connection per Store wakes its watchers,
-// which also poll every few seconds. The lock serialises the commits of
-// concurrent ref moves (bench/README.md gives the cost). Rows ImportLog
+// a transaction-level advisory lock shared (held until the transaction
+// ends, taken before the row gets its id, after the ref's own locks), so
+// concurrent moves commit in parallel; a reader delivers ids while they
+// are contiguous and, at a gap, takes the lock exclusive for an instant (a
+// barrier that waits for every writer holding it) before passing a missing
+// id for good, so a reader resuming from "id > last" skips nothing. After
+// a commit the Store wakes its own watchers and sends one coalesced
+// pg_notify outside the write transaction; one LISTEN connection per Store
+// wakes its watchers, which also poll every few seconds (all that sees a
+// change whose process died before notifying). Rows ImportLog
 // adds as history are listed in ref_log_quiet, and the highest id that
 // PruneLog or a log rewrite removed in watch_trim (the addition watch-1),
 // so a watch behind it is told [cas.ErrCursorGone]. A version-1 binary

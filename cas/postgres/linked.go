@@ -189,6 +189,9 @@ func (r *Refs) SwapTouching(ctx context.Context, st cas.Store, name string, old,
 	if err := validMessage(name, message); err != nil {
 		return true, err
 	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return true, fmt.Errorf("update ref %s: %w", name, err)
+	}
 	return true, r.move(ctx, name, old, new, message, true)
 }
 
@@ -208,6 +211,7 @@ func (r *Refs) move(ctx context.Context, name string, old, new cas.Hash, message
 		case !present:
 			return fmt.Errorf("move ref %s to %s: %w", name, new, &cas.ObjectError{Op: "touch", Hash: new, Err: cas.ErrNotFound})
 		case moved:
+			r.s.changed()
 			return nil
 		case cur != old:
 			return &cas.ConflictError{Name: name, Expected: old, Current: cur}
@@ -236,17 +240,9 @@ func (r *Refs) owns(st cas.Store) bool {
 	return false
 }
 
-// moveHooks add statements to a ref move's batch, just before and just
-// after the move: the place for a lock that orders log ids and for a
-// notification. Tests set stand-ins to measure what they cost.
-var moveHooks struct {
-	before, after func(b *pgx.Batch, s *Store, name string)
-}
-
 // moveBatch is one attempt of a move, one batch: with touch, the shared
 // store lock, new's refresh and the move guarded by new's presence; without,
-// the move alone; then a read of the ref, for a conflict. moveHooks add
-// their statements just before and after the move. present is false only
+// the move alone; then a read of the ref, for a conflict. present is false only
 // if touch found new absent (nothing moved).
 func (r *Refs) moveBatch(ctx context.Context, name string, old, new cas.Hash, message string, touch bool) (moved, present bool, cur cas.Hash, err error) {
 	s := r.s
@@ -258,14 +254,8 @@ func (r *Refs) moveBatch(ctx context.Context, name string, old, new cas.Hash, me
 		touchAt, stmt = b.Len(), s.q.moveIfPresent
 		b.Queue(s.q.touchMany, []int64{int64(new)}, hi, lo)
 	}
-	if moveHooks.before != nil {
-		moveHooks.before(b, s, name)
-	}
 	moveAt := b.Len()
 	b.Queue(stmt, name, int64(old), int64(new), message)
-	if moveHooks.after != nil {
-		moveHooks.after(b, s, name)
-	}
 	readAt := b.Len()
 	b.Queue(s.q.getRef, name)
 	br := s.pool.SendBatch(ctx, b)

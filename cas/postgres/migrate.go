@@ -65,18 +65,40 @@ func init() {
 // journal) that later issues append here. They are not part of the format:
 // a version-1 build ignores them, and so they are kept apart from the
 // format version, each recorded by name in the table additions when it is
-// made. [Open] makes the missing ones, in order, each in one transaction
-// with its row (so a store that has them all is left untouched, and one
-// made by an older build gets them at its first Open by a newer one).
-// Every statement must be safe to run again ("IF NOT EXISTS"), and must
-// never change what the tables of the format mean. Never remove or rename
-// an entry once released.
+// made. Open never makes them in an existing store (SPEC §9: Open writes
+// nothing, and a role without CREATE rights can open and read any store):
+// a new store gets them with its tables, and an existing one at the first
+// write by this binary that may need them (ensureAdditions, before every
+// change of a ref or its log), each in one transaction with its row (so a
+// store that has them all is left untouched). Every reader takes an absent
+// addition as empty. Every statement must be safe to run again ("IF NOT
+// EXISTS"), and must never change what the tables of the format mean.
+// Never remove or rename an entry once released.
 var additions = []addition{watchAddition}
 
 // addition is one entry of additions.
 type addition struct {
 	name  string   // unique, recorded in the table additions
 	stmts []string // with {{S}} for the schema
+}
+
+// ensureAdditions makes the additions the store lacks, once per Store
+// (after a success later calls cost nothing): see additions. Callers run it
+// before their first statement that may need one.
+func (s *Store) ensureAdditions(ctx context.Context) error {
+	if s.added.Load() {
+		return nil
+	}
+	s.addMu.Lock()
+	defer s.addMu.Unlock()
+	if s.added.Load() {
+		return nil
+	}
+	if err := s.addAdditions(ctx); err != nil {
+		return fmt.Errorf("postgres: make the additive tables (first write to this store by this build): %w", ctxErr(ctx, err))
+	}
+	s.added.Store(true)
+	return nil
 }
 
 // addAdditions makes the additions the store lacks. It reads the recorded
@@ -96,8 +118,7 @@ func (s *Store) addAdditions(ctx context.Context) error {
 			done[n] = true
 		}
 	}
-	var pe *pgconn.PgError
-	if err != nil && !(errors.As(err, &pe) && pe.Code == "42P01") { // undefined table: none yet
+	if err != nil && !noTable(err) { // no table additions: none made yet
 		return fmt.Errorf("read the additions: %w", ctxErr(ctx, err))
 	}
 	missing := false
@@ -111,47 +132,44 @@ func (s *Store) addAdditions(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(s.schema, "migrate", "")); err != nil {
 			return fmt.Errorf("lock for additions: %w", err)
 		}
-		if _, err := tx.Exec(ctx, s.q.expand(`CREATE TABLE IF NOT EXISTS {{S}}.additions (
-			name text COLLATE "C" PRIMARY KEY,
-			made timestamptz NOT NULL DEFAULT now()
-		)`)); err != nil {
-			return fmt.Errorf("create the table additions: %w", err)
-		}
-		for _, a := range additions {
-			tag, err := tx.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.additions (name) VALUES ($1) ON CONFLICT DO NOTHING`), a.name)
-			if err != nil {
-				return fmt.Errorf("record addition %s: %w", a.name, err)
-			}
-			if tag.RowsAffected() == 0 {
-				continue // made before
-			}
-			for _, stmt := range a.stmts {
-				if _, err := tx.Exec(ctx, s.q.expand(stmt)); err != nil {
-					return fmt.Errorf("make addition %s: %w", a.name, err)
-				}
-			}
-			s.log.Info("made an additive SQL object", "name", a.name)
-		}
-		return nil
+		return s.makeAdditions(ctx, tx)
 	})
 }
 
-// migrate makes the tables of a new store, then any missing additions. It
-// first reads the version without locking: a store at a known version is
-// left as it is (nothing is written). Otherwise it takes a
-// transaction-scoped advisory lock, so concurrent Opens create the store
-// once, and runs the missing steps and records the version in that one
-// transaction.
-func (s *Store) migrate(ctx context.Context) error {
-	if err := s.createTables(ctx); err != nil {
-		return err
+// makeAdditions makes, in tx (which holds the migration lock), the table
+// additions if needed and each addition not recorded there, recording it.
+func (s *Store) makeAdditions(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, s.q.expand(`CREATE TABLE IF NOT EXISTS {{S}}.additions (
+		name text COLLATE "C" PRIMARY KEY,
+		made timestamptz NOT NULL DEFAULT now()
+	)`)); err != nil {
+		return fmt.Errorf("create the table additions: %w", err)
 	}
-	return s.addAdditions(ctx)
+	for _, a := range additions {
+		tag, err := tx.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.additions (name) VALUES ($1) ON CONFLICT DO NOTHING`), a.name)
+		if err != nil {
+			return fmt.Errorf("record addition %s: %w", a.name, err)
+		}
+		if tag.RowsAffected() == 0 {
+			continue // made before
+		}
+		for _, stmt := range a.stmts {
+			if _, err := tx.Exec(ctx, s.q.expand(stmt)); err != nil {
+				return fmt.Errorf("make addition %s: %w", a.name, err)
+			}
+		}
+		s.log.Info("made an additive SQL object", "name", a.name)
+	}
+	return nil
 }
 
-// createTables makes the tables of format version 1 if the store has no
-// recorded version, and refuses a version this build does not know.
-func (s *Store) createTables(ctx context.Context) error {
+// migrate makes the tables of a new store, with the additions. It first
+// reads the version without locking: a store at a known version is left
+// as it is (nothing is written, not even a missing addition). Otherwise it
+// takes a transaction-scoped advisory lock, so concurrent Opens create the
+// store once, and runs the missing steps and records the version in that
+// one transaction. It refuses a version this build does not know.
+func (s *Store) migrate(ctx context.Context) error {
 	v, err := s.readVersion(ctx, s.pool)
 	if err == nil && v >= cas.FormatV1 && v <= cas.LatestFormat {
 		return nil
@@ -192,6 +210,10 @@ func (s *Store) createTables(ctx context.Context) error {
 			}
 			s.log.Info("migrated the schema", "version", v+1)
 		}
+		if err := s.makeAdditions(ctx, tx); err != nil {
+			return err
+		}
+		s.added.Store(true)
 		_, err = tx.Exec(ctx, s.q.expand(`INSERT INTO {{S}}.schema_version (version) VALUES ($1)
 			ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`), SchemaVersion)
 		if err != nil {

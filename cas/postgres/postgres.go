@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,8 +73,12 @@ type Store struct {
 	storeKey, gcKey int64
 
 	listen listener    // wakes the watchers (watch.go)
+	notify notifier    // tells other processes' watchers (notify.go)
 	reads  sharedReads // lets them share their reads
 	closed atomic.Bool // Close was called: watches end
+
+	addMu sync.Mutex  // ensureAdditions, one at a time
+	added atomic.Bool // the additions are there (migrate.go)
 }
 
 var (
@@ -209,6 +214,7 @@ func (s *Store) Schema() string { return s.schema }
 // wrapping [fs.ErrClosed].
 func (s *Store) Close() {
 	s.closed.Store(true)
+	s.stopNotify()
 	s.listen.broadcast()
 	s.locks.Close()
 	s.pool.Close()

@@ -34,17 +34,19 @@ type queries struct {
 	lastLogged, insertLog, setRef, delRef string
 
 	// watch (watch.go)
-	watchRead, watchHead, watchTop, watchTrim string
-	importRows, deleteLogsTrim, deleteNewest  string
-	lockSharedXact, touchMany, putLinked      string
-	moveIfPresent, deleteIfOlderMany          string
-	getMany                                   string
+	watchRead, watchReadBare, watchBarrier   string
+	watchTop, watchTrim, watchNotify         string
+	watchHead, watchHeadBare                 string
+	importRows, deleteLogsTrim, deleteNewest string
+	lockSharedXact, touchMany, putLinked     string
+	moveIfPresent, deleteIfOlderMany         string
+	getMany                                  string
 }
 
 func newQueries(schema string) queries {
 	q := queries{schema: pgx.Identifier{schema}.Sanitize()}
 	// w is the watch step of every statement that appends a log row
-	// (watch.go): the commit-order lock and the notification.
+	// (watch.go): the watch lock, shared.
 	w := func(from string) string { return watchStep(schema, from) }
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
 	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)

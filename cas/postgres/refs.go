@@ -161,6 +161,11 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	if err := validMessage(name, message); err != nil {
 		return err
 	}
+	if old != new {
+		if err := r.s.ensureAdditions(ctx); err != nil {
+			return fmt.Errorf("update ref %s: %w", name, err)
+		}
+	}
 	switch {
 	case old == new:
 		cur, _, err := r.current(ctx, r.s.pool, name)
@@ -187,6 +192,7 @@ func (r *Refs) swap(ctx context.Context, name string, old cas.Hash, stmt string,
 		var id int64
 		err := r.s.pool.QueryRow(ctx, stmt, args...).Scan(&id)
 		if err == nil {
+			r.s.changed()
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -205,7 +211,7 @@ func (r *Refs) swap(ctx context.Context, name string, old cas.Hash, stmt string,
 }
 
 func (r *Refs) create(ctx context.Context, name string, new cas.Hash, message string) error {
-	return r.s.inTx(ctx, func(tx pgx.Tx) error {
+	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := r.lockName(ctx, tx, name); err != nil {
 			return err
 		}
@@ -241,6 +247,10 @@ func (r *Refs) create(ctx context.Context, name string, new cas.Hash, message st
 		}
 		return nil
 	})
+	if err == nil {
+		r.s.changed()
+	}
+	return err
 }
 
 // Replace sets ref name to new, or deletes it if new is zero, whatever it
@@ -256,6 +266,9 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 	}
 	if err := validMessage(name, message); err != nil {
 		return err
+	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return fmt.Errorf("replace ref %s: %w", name, err)
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		cur, live, err := r.lockRef(ctx, tx, name)
@@ -302,6 +315,7 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		}
 		return fmt.Errorf("replace ref %s: %w", name, err)
 	}
+	r.s.changed()
 	return nil
 }
 
@@ -440,6 +454,9 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 	if time.UnixMilli(ms).Before(before) {
 		ms++
 	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return 0, fmt.Errorf("prune ref logs: %w", err)
+	}
 	var n int
 	if err := r.s.pool.QueryRow(ctx, r.s.q.pruneLog, ms).Scan(&n); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", ctxErr(ctx, err))
@@ -468,6 +485,9 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	}
 	if len(entries) == 0 {
 		return nil
+	}
+	if err := r.s.ensureAdditions(ctx); err != nil {
+		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
 	err := r.s.inTx(ctx, func(tx pgx.Tx) error {
 		cur, live, err := r.lockRef(ctx, tx, name)
@@ -529,6 +549,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 		}
 		return fmt.Errorf("import ref log %s: %w", name, err)
 	}
+	r.s.changed()
 	return nil
 }
 

@@ -19,22 +19,36 @@ import (
 )
 
 // Watching refs (SPEC §4). Events are the rows of ref_log, the cursor a
-// row's id in decimal. Ids are assigned at insert, not at commit, so a
-// reader resuming from "id > last" could skip a transaction that commits
-// late; to rule that out every statement that appends a log row first
-// runs the watch step (watchStep): it takes the transaction-level advisory
-// lock watchLock, held until commit, just before the row gets its id, so
-// ids commit in order, and it sends a notification on the schema's
-// channel (payload: the ref's name), delivered at commit. One LISTEN
-// connection per Store wakes its watchers; they also poll every
-// pollListening, which is all that catches writes by version-1 binaries
-// (they neither lock nor notify; their late commits may be missed).
+// row's id in decimal. Ids are assigned at insert, not at commit, and
+// concurrent moves commit in any order, so a reader resuming from "id >
+// last" must not pass an id that is still to commit. Every statement that
+// appends a log row first runs the watch step (watchStep): it takes the
+// advisory lock watchLock SHARED, held until its transaction ends, before
+// the row gets its id (nextval runs as the row is formed, after the step),
+// so every id handed out belongs to a transaction holding the lock until
+// it commits or rolls back. Writers do not wait for one another. A reader
+// delivers ids in order while they are contiguous; at a gap (an id missing
+// below one it sees) it takes the lock EXCLUSIVE for an instant (barrier:
+// it waits for every writer that holds it, then releases it) and reads
+// again: every id up to the highest seen before is then committed or never
+// will be (rolled back, pruned), so the missing ones are passed for good.
+//
+// Wake-ups: after a commit that logged a change, the Store wakes its own
+// watchers at once and asks its notifier (notify.go) to send one
+// coalesced NOTIFY on the schema's channel, in a transaction of its own
+// (no write transaction waits for it, or for the global lock PostgreSQL
+// takes to queue notifications at commit). One LISTEN connection per
+// Store wakes its watchers; they also poll every pollListening, which
+// catches a change whose process died between its commit and its
+// notification, and the writes of version-1 binaries (they neither lock
+// nor notify: a late commit of theirs may be passed as missing).
 //
 // Rows that are not changes (those ImportLog adds to an existing log,
 // or rewrites) are listed in ref_log_quiet; the highest id that PruneLog
 // or a log rewrite removed is in watch_trim, so a watch whose cursor is
 // older learns that it missed something (cas.ErrCursorGone). Both tables
-// are an addition (see additions), not part of the format.
+// are an addition (see additions), not part of the format: made at the
+// first write that needs them, and read as empty while absent.
 
 const (
 	// pollListening is how often a watcher reads without a notification
@@ -47,8 +61,9 @@ const (
 // tests).
 var watchPage = 1000
 
-// watchAddition makes the tables of the watch: see above. Made at Open by
-// the additions mechanism; a version-1 build ignores them.
+// watchAddition makes the tables of the watch: see above. Made with a new
+// store or at the first ref change by this build (the additions
+// mechanism, never at Open); a version-1 build ignores them.
 var watchAddition = addition{
 	name: "watch-1",
 	stmts: []string{
@@ -62,7 +77,8 @@ var watchAddition = addition{
 	},
 }
 
-// watchLockKey is the advisory lock that orders the commits of log rows.
+// watchLockKey is the advisory lock that writers of log rows hold shared
+// and readers take exclusive at a gap.
 func watchLockKey(schema string) int64 { return lockKey(schema, "watch", "") }
 
 // watchChannel is the schema's notification channel, an identifier under
@@ -72,13 +88,13 @@ func watchChannel(schema string) string {
 }
 
 // watchStep is the CTE "w" (name) that every statement appending a log
-// row selects the row's name from: the commit-order lock, then the
-// notification, once per row of from (none when the change did not
-// happen). The lock is taken before the INSERT reading w assigns the id.
+// row selects the row's name from: the watch lock, shared, once per row
+// of from (none when the change did not happen). It is evaluated as w's
+// row is produced, before the INSERT reading w forms its row (and calls
+// nextval for its id).
 func watchStep(schema, from string) string {
 	return `w AS (
-			SELECT f.name, pg_advisory_xact_lock(` + strconv.FormatInt(watchLockKey(schema), 10) + `) AS locked,
-				pg_notify('` + watchChannel(schema) + `', f.name) AS notified
+			SELECT f.name, pg_advisory_xact_lock_shared(` + strconv.FormatInt(watchLockKey(schema), 10) + `) AS locked
 			FROM ` + from + ` f
 		)`
 }
@@ -100,23 +116,38 @@ func trimStep(from string) string {
 
 // watchQueries adds the watch's statements to q.
 func (q *queries) watchQueries(schema string, w func(string) string) {
-	// The changes after $1 (of every ref: watchers filter them), the
-	// newest id the snapshot sees, and the trim mark, in one snapshot: with ids committing in
-	// order, every id up to top is committed or never will be.
-	q.watchRead = q.expand(`SELECT m.top, m.trim, l.id, l.name, l.old, l.new, l.time_ms, l.message
-		FROM (SELECT coalesce((SELECT max(id) FROM {{S}}.ref_log), 0) AS top,
-			coalesce((SELECT id FROM {{S}}.watch_trim), 0) AS trim) m
+	// The log rows after $1 (of every ref: watchers filter them), in id
+	// order, each with whether it is quiet (history, not a change), and the
+	// trim mark; watchReadBare is the same for a store without the watch's
+	// tables (an addition: none is quiet, nothing was trimmed).
+	read := func(quiet, trim string) string {
+		return q.expand(`SELECT m.trim, l.id, l.name, l.old, l.new, l.time_ms, l.message, l.quiet
+		FROM (SELECT coalesce(` + trim + `, 0) AS trim) m
 		LEFT JOIN LATERAL (
-			SELECT r.id, r.name, r.old, r.new, r.time_ms, r.message FROM {{S}}.ref_log r
+			SELECT r.id, r.name, r.old, r.new, r.time_ms, r.message, ` + quiet + ` AS quiet
+			FROM {{S}}.ref_log r
 			WHERE r.id > $1
-				AND NOT EXISTS (SELECT 1 FROM {{S}}.ref_log_quiet q WHERE q.id = r.id)
 			ORDER BY r.id LIMIT $2
 		) l ON true
 		ORDER BY l.id`)
-	q.watchHead = q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0),
-		coalesce((SELECT id FROM {{S}}.watch_trim), 0))`)
+	}
+	q.watchRead = read(`EXISTS (SELECT 1 FROM {{S}}.ref_log_quiet q WHERE q.id = r.id)`, `(SELECT id FROM {{S}}.watch_trim)`)
+	q.watchReadBare = read(`false`, `NULL::bigint`)
+	// The barrier: the watch lock exclusive, in a transaction of its own
+	// (autocommit), so it is released as soon as it is granted, and on any
+	// error: it returns when every writer holding it shared has ended.
+	q.watchBarrier = `SELECT pg_advisory_xact_lock(` + strconv.FormatInt(watchLockKey(schema), 10) + `)`
+	head := func(trim string) string {
+		return q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0), coalesce(` + trim + `, 0))`)
+	}
+	q.watchHead = head(`(SELECT id FROM {{S}}.watch_trim)`)
+	q.watchHeadBare = head(`NULL::bigint`)
 	// The highest id ever handed out (0 if none): no cursor is beyond it.
-	q.watchTop = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')), 0)`
+	// A role that may not read the sequence (SELECT on the tables alone)
+	// gets the highest id in the log.
+	q.watchTop = q.expand(`SELECT greatest(coalesce((SELECT max(id) FROM {{S}}.ref_log), 0),
+		coalesce(CASE WHEN has_sequence_privilege(x.seq, 'SELECT') THEN pg_sequence_last_value(x.seq::regclass) END, 0))
+		FROM (SELECT pg_get_serial_sequence($1, 'id') AS seq) x`)
 	q.watchTrim = q.expand(`SELECT coalesce((SELECT id FROM {{S}}.watch_trim), 0)`)
 	// ImportLog's rows, in order, each listed as quiet except, when $7,
 	// the last (the creation of the ref, a change).
@@ -130,6 +161,7 @@ func (q *queries) watchQueries(schema string, w func(string) string) {
 		)
 		INSERT INTO {{S}}.ref_log_quiet (id)
 		SELECT id FROM ins WHERE NOT $6::bool OR id < (SELECT max(id) FROM ins)`)
+	q.watchNotify = `SELECT set_config('synchronous_commit', 'off', true), pg_notify('` + watchChannel(schema) + `', '')`
 	q.deleteLogsTrim = q.expand(`WITH d AS (DELETE FROM {{S}}.ref_log WHERE name = $1 RETURNING id), ` + trimStep("d") + `
 		SELECT count(*) FROM d`)
 	q.deleteNewest = q.expand(`DELETE FROM {{S}}.ref_log WHERE id = (SELECT max(id) FROM {{S}}.ref_log WHERE name = $1)`)
@@ -150,14 +182,26 @@ func parseCursor(c cas.Cursor) (int64, error) {
 }
 
 // WatchHead returns the cursor of the newest committed change: the
-// highest log id the server shows (or trimmed). Rows commit in id order,
-// so a change committed after the call has a higher id.
+// highest log id (or trim mark) the store shows, read in one round trip
+// holding the watch lock exclusive (a transaction of its own: no writer is
+// then between taking an id and its commit), so a change committed after
+// the call has a higher id.
 func (r *Refs) WatchHead(ctx context.Context) (cas.Cursor, error) {
-	var id int64
-	if err := r.s.pool.QueryRow(ctx, r.s.q.watchHead).Scan(&id); err != nil {
+	id, err := r.watchHeadWith(ctx, r.s.q.watchHead)
+	if noTable(err) {
+		id, err = r.watchHeadWith(ctx, r.s.q.watchHeadBare)
+	}
+	if err != nil {
 		return "", fmt.Errorf("watch head: %w", ctxErr(ctx, err))
 	}
 	return cas.Cursor(strconv.FormatInt(id, 10)), nil
+}
+
+func (r *Refs) watchHeadWith(ctx context.Context, stmt string) (id int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(r.s.q.lockExclusive, watchLockKey(r.s.schema))
+	b.Queue(stmt).QueryRow(func(row pgx.Row) error { return row.Scan(&id) })
+	return id, r.s.pool.SendBatch(ctx, b).Close()
 }
 
 // Watch yields the changes committed after cursor after to refs whose
@@ -209,6 +253,9 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 				evs, next, more, trim, err = r.s.reads.read(ctx, r, last, prefix, woke)
 			} else {
 				err = r.s.pool.QueryRow(ctx, r.s.q.watchTrim).Scan(&trim)
+				if noTable(err) {
+					trim, err = 0, nil // no watch tables yet: nothing trimmed
+				}
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -257,8 +304,9 @@ type sharedReads struct {
 	valid bool
 	began time.Time   // when the query was sent
 	from  int64       // it read the rows after this id
-	rows  []cas.Event // every change after from, in id order, up to watchPage
-	top   int64       // the highest id its snapshot saw
+	rows  []cas.Event // the changes it passed, in id order
+	next  int64       // the id it got to: every id up to it is final
+	full  bool        // it stopped at a page's end: more may follow
 	trim  int64       // watch_trim then
 }
 
@@ -267,57 +315,122 @@ type sharedReads struct {
 func (c *sharedReads) read(ctx context.Context, r *Refs, last int64, prefix string, woke time.Time) (evs []cas.Event, next int64, more bool, trim int64, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	full := len(c.rows) == watchPage
-	covers := c.valid && c.began.After(woke) && c.from <= last
-	if covers && full {
-		if id, _ := parseCursor(c.rows[len(c.rows)-1].Cursor); last >= id {
-			covers = false // past this page
-		}
-	}
+	// A full page covers no one at its end: the next page is to read.
+	covers := c.valid && c.began.After(woke) && c.from <= last && last <= c.next && !(c.full && last == c.next)
 	if !covers {
 		began := time.Now()
-		rows, top, trim, err := r.readChanges(ctx, last)
+		rows, next, full, trim, err := r.readChanges(ctx, last)
 		if err != nil {
 			c.valid = false
 			return nil, 0, false, 0, err
 		}
-		c.valid, c.began, c.from, c.rows, c.top, c.trim = true, began, last, rows, top, trim
-		full = len(rows) == watchPage
-	}
-	next = c.top
-	if full {
-		next, _ = parseCursor(c.rows[len(c.rows)-1].Cursor)
+		c.valid, c.began, c.from, c.rows, c.next, c.full, c.trim = true, began, last, rows, next, full, trim
 	}
 	for _, e := range c.rows {
 		if id, _ := parseCursor(e.Cursor); id > last && strings.HasPrefix(e.Ref, prefix) {
 			evs = append(evs, e)
 		}
 	}
-	return evs, next, full, c.trim, nil
+	return evs, max(c.next, last), c.full && last < c.next, c.trim, nil
 }
 
-// readChanges reads a page of changes after last (of every ref), the
-// newest id the snapshot sees and the trim mark.
-func (r *Refs) readChanges(ctx context.Context, last int64) (evs []cas.Event, top, trim int64, err error) {
-	rows, err := r.s.pool.Query(ctx, r.s.q.watchRead, last, watchPage)
+// logRow is a row of ref_log as the watch reads it.
+type logRow struct {
+	id    int64
+	quiet bool
+	ev    cas.Event
+}
+
+// readChanges reads the changes after last (of every ref) that are final,
+// in id order: the rows from last on while their ids are contiguous; at a
+// gap, after a barrier, every row up to the highest id seen before it
+// (what is still missing there never commits), then on while contiguous.
+// It returns them, the id it got to, whether it stopped at a page's end,
+// and the trim mark.
+func (r *Refs) readChanges(ctx context.Context, last int64) (evs []cas.Event, next int64, full bool, trim int64, err error) {
+	rows, trim, err := r.readLogRows(ctx, last, false)
 	if err != nil {
-		return nil, 0, 0, ctxErr(ctx, err)
+		return nil, 0, false, 0, err
+	}
+	take, gap := contiguous(rows, last)
+	if gap {
+		final := rows[len(rows)-1].id
+		if rows, trim, err = r.readLogRows(ctx, last, true); err != nil {
+			return nil, 0, false, 0, err
+		}
+		n := 0
+		for n < len(rows) && rows[n].id <= final {
+			n++
+		}
+		more, _ := contiguous(rows[n:], final)
+		take = n + more
+	}
+	next = last
+	for _, row := range rows[:take] {
+		next = row.id
+		if !row.quiet {
+			evs = append(evs, row.ev)
+		}
+	}
+	return evs, next, len(rows) == watchPage && take == len(rows), trim, nil
+}
+
+// contiguous returns how many of rows (in id order) follow after in
+// unbroken ids, and whether a gap comes after them.
+func contiguous(rows []logRow, after int64) (n int, gap bool) {
+	for n < len(rows) && rows[n].id == after+1 {
+		after++
+		n++
+	}
+	return n, n < len(rows)
+}
+
+// readLogRows reads a page of log rows after last and the trim mark, after
+// a barrier if barrier (one round trip more). A store without the
+// watch's tables (an addition made at the first write that needs them)
+// is read as having no quiet rows and no trim.
+func (r *Refs) readLogRows(ctx context.Context, last int64, barrier bool) ([]logRow, int64, error) {
+	rows, trim, err := r.readLogRowsWith(ctx, r.s.q.watchRead, last, barrier)
+	if noTable(err) {
+		rows, trim, err = r.readLogRowsWith(ctx, r.s.q.watchReadBare, last, barrier)
+	}
+	return rows, trim, ctxErr(ctx, err)
+}
+
+func (r *Refs) readLogRowsWith(ctx context.Context, stmt string, last int64, barrier bool) (out []logRow, trim int64, err error) {
+	if barrier {
+		if _, err := r.s.pool.Exec(ctx, r.s.q.watchBarrier); err != nil {
+			return nil, 0, fmt.Errorf("barrier: %w", err)
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(stmt, last, watchPage)
+	br := r.s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id *int64
 		var name, message *string
 		var old, new, ms *int64
-		if err := rows.Scan(&top, &trim, &id, &name, &old, &new, &ms, &message); err != nil {
-			return nil, 0, 0, err
+		var quiet *bool
+		if err := rows.Scan(&trim, &id, &name, &old, &new, &ms, &message, &quiet); err != nil {
+			return nil, 0, err
 		}
 		if id == nil {
-			continue // no change: the row of top and trim alone
+			continue // no row: the trim mark alone
 		}
-		evs = append(evs, cas.Event{Ref: *name, Old: cas.Hash(*old), New: cas.Hash(*new), Time: *ms, Message: *message,
-			Cursor: cas.Cursor(strconv.FormatInt(*id, 10))})
+		out = append(out, logRow{id: *id, quiet: *quiet, ev: cas.Event{Ref: *name, Old: cas.Hash(*old), New: cas.Hash(*new),
+			Time: *ms, Message: *message, Cursor: cas.Cursor(strconv.FormatInt(*id, 10))}})
 	}
-	return evs, top, trim, ctxErr(ctx, rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	rows.Close()
+	return out, trim, br.Close()
 }
 
 // listener is a Store's LISTEN connection, run while any watcher is, and

@@ -55,13 +55,33 @@ func nextEvent(t *testing.T, w *pgWatch, within time.Duration) (cas.Event, bool)
 	return cas.Event{}, false
 }
 
-// TestWatchCommitOrder: a transaction that got its log id and has not
-// committed holds back every later one (the watch lock), so a later id
-// never commits first and a reader resuming from "id > last" skips
-// nothing: a change made by hand, behind the store's back, in the order
-// the store's statements take (lock, then insert), and a CompareAndSwap
-// that starts after it are both delivered, in id order, once the first
-// commits.
+// inFlight begins a transaction that does what the store's statements do
+// to log a change (the watch lock shared, then the insert that takes an
+// id), behind the store's back, and leaves it open; it returns the id.
+func inFlight(t *testing.T, s *postgres.Store, name string) (pgx.Tx, int64) {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := admin(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1)", postgres.WatchLockKey(s.Schema())); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, "INSERT INTO "+pgx.Identifier{s.Schema(), "ref_log"}.Sanitize()+
+		" (name, old, new, time_ms, message) VALUES ($1, 0, 1, 1, 'by hand') RETURNING id", name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return tx, id
+}
+
+// TestWatchCommitOrder (the gap barrier): a transaction holding a lower
+// log id does not hold back a later move, which commits first; the
+// watcher sees the higher id with the lower one missing and waits (its
+// barrier waits for the open writer) rather than passing it; once the
+// first commits, both are delivered, in id order.
 func TestWatchCommitOrder(t *testing.T) {
 	s := newStore(t)
 	r := s.Refs()
@@ -70,42 +90,29 @@ func TestWatchCommitOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := watchItems(t, r, head)
-	a := admin(t)
-	tx, err := a.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.WatchLockKey(s.Schema())); err != nil {
-		t.Fatal(err)
-	}
-	var first int64
-	if err := tx.QueryRow(ctx, "INSERT INTO "+pgx.Identifier{s.Schema(), "ref_log"}.Sanitize()+
-		" (name, old, new, time_ms, message) VALUES ('rev/first', 0, 1, 1, 'by hand') RETURNING id").Scan(&first); err != nil {
-		t.Fatal(err)
-	}
+	w := watchItems(t, r, head)
+	tx, first := inFlight(t, s, "rev/first")
+	// The later move neither waits for the open transaction nor is
+	// delivered before it.
 	casDone := make(chan error, 1)
 	go func() { casDone <- r.CompareAndSwap(ctx, "rev/second", 0, 2, "through the store") }()
-	// The second cannot take an id, let alone commit, while the first is
-	// open: nothing is delivered.
 	select {
 	case err := <-casDone:
-		t.Fatalf("CompareAndSwap returned (%v) while an earlier log row was uncommitted", err)
-	case <-time.After(300 * time.Millisecond):
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("CompareAndSwap waited for an unrelated open transaction that holds a lower log id")
 	}
-	if e, ok := nextEvent(t, errs, 200*time.Millisecond); ok {
-		t.Fatalf("delivered %+v before the first transaction committed", e)
+	if e, ok := nextEvent(t, w, 500*time.Millisecond); ok {
+		t.Fatalf("delivered %+v while a lower log id was uncommitted", e)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-casDone; err != nil {
-		t.Fatal(err)
-	}
 	var got []cas.Event
 	for len(got) < 2 {
-		e, ok := nextEvent(t, errs, castest.WatchWakeBound)
+		e, ok := nextEvent(t, w, castest.WatchWakeBound)
 		if !ok {
 			t.Fatalf("after both commits: %d events, want 2", len(got))
 		}
@@ -116,6 +123,76 @@ func TestWatchCommitOrder(t *testing.T) {
 	}
 	if second, _ := strconv.ParseInt(string(got[1].Cursor), 10, 64); second <= first {
 		t.Errorf("the later transaction's id %d is not above the first's %d", second, first)
+	}
+}
+
+// TestWatchHeadWaitsForInFlight: WatchHead returns only once every id
+// handed out before it is settled, and a change committed after it (even
+// one holding a lower id than a visible row) is delivered from its cursor.
+func TestWatchHeadWaitsForInFlight(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	ctx := t.Context()
+	tx, first := inFlight(t, s, "late/one")
+	headc := make(chan cas.Cursor, 1)
+	go func() {
+		h, err := r.WatchHead(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		headc <- h
+	}()
+	select {
+	case h := <-headc:
+		t.Fatalf("WatchHead = %s while id %d was in flight", h, first)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head := <-headc
+	if want := cas.Cursor(strconv.FormatInt(first, 10)); head != want {
+		t.Errorf("WatchHead = %s, want %s", head, want)
+	}
+	w := watchItems(t, r, head)
+	if err := r.CompareAndSwap(ctx, "late/two", 0, 2, "after the head"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := nextEvent(t, w, castest.WatchWakeBound); !ok || e.Ref != "late/two" {
+		t.Fatalf("after the head: %+v, %v; want late/two", e, ok)
+	}
+}
+
+// TestWatchRolledBackID: an id whose transaction rolled back leaves a gap
+// for good; the barrier settles it and the watch goes on past it, at once
+// (not at a poll).
+func TestWatchRolledBackID(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	ctx := t.Context()
+	w := watchItems(t, r, "")
+	if err := r.CompareAndSwap(ctx, "rb/before", 0, 1, "before"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := nextEvent(t, w, castest.WatchWakeBound); !ok || e.Ref != "rb/before" {
+		t.Fatalf("first event %+v, %v; want rb/before", e, ok)
+	}
+	tx, lost := inFlight(t, s, "rb/lost")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"rb/after1", "rb/after2"} {
+		if err := r.CompareAndSwap(ctx, name, 0, 1, "after"); err != nil {
+			t.Fatal(err)
+		}
+		// Well within a poll interval: woken, not polled.
+		e, ok := nextEvent(t, w, 2*time.Second)
+		if !ok || e.Ref != name {
+			t.Fatalf("event %d after the rolled-back id %d: %+v, %v; want %s", i, lost, e, ok, name)
+		}
+		if id, _ := strconv.ParseInt(string(e.Cursor), 10, 64); id <= lost {
+			t.Errorf("%s has id %d, not above the rolled-back %d", name, id, lost)
+		}
 	}
 }
 
@@ -270,5 +347,94 @@ func TestWatchClosedStore(t *testing.T) {
 		}
 	case <-time.After(castest.WatchWakeBound):
 		t.Fatal("the watch did not end after Close")
+	}
+}
+
+// TestWatchLockBeforeID: every statement that logs a change takes the
+// watch lock before its row takes an id, so a barrier (the lock held
+// exclusive) finds no id handed out to a writer it does not wait for:
+// while the lock is held exclusive, a create, a move, a delete, a Replace
+// and an ImportLog all wait, and the log's sequence does not move.
+func TestWatchLockBeforeID(t *testing.T) {
+	s := newStore(t)
+	r := s.Refs()
+	ctx := t.Context()
+	for _, name := range []string{"lb/move", "lb/del"} {
+		if err := r.CompareAndSwap(ctx, name, 0, 1, "create"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq := func() int64 {
+		t.Helper()
+		var n int64
+		if err := admin(t).QueryRow(ctx, "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')), 0)",
+			s.Schema()+".ref_log").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"create", func() error { return r.CompareAndSwap(ctx, "lb/new", 0, 1, "create") }},
+		{"move", func() error { return r.CompareAndSwap(ctx, "lb/move", 1, 2, "move") }},
+		{"delete", func() error { return r.CompareAndSwap(ctx, "lb/del", 1, 0, "delete") }},
+		{"replace", func() error { return r.Replace(ctx, "lb/replaced", 3, "replace") }},
+		{"import", func() error {
+			return r.ImportLog(ctx, "lb/imported", []cas.LogEntry{{Old: 0, New: 4, Time: 1, Message: "imported"}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, err := admin(t).Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(context.Background())
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", postgres.WatchLockKey(s.Schema())); err != nil {
+				t.Fatal(err)
+			}
+			before := seq()
+			done := make(chan error, 1)
+			go func() { done <- tc.op() }()
+			select {
+			case err := <-done:
+				t.Fatalf("%s returned (%v) while the watch lock was held exclusive", tc.name, err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if after := seq(); after != before {
+				t.Errorf("%s took log id %d before the watch lock (sequence was at %d)", tc.name, after, before)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWatchNotifiedAcrossStores: a change made through one Store wakes
+// the watchers of another (another process) through the notification sent
+// after the commit, well before their poll (every 3 s).
+func TestWatchNotifiedAcrossStores(t *testing.T) {
+	schema := freshSchema(t)
+	a, b := openStore(t, schema), openStore(t, schema)
+	ctx := t.Context()
+	head, err := b.Refs().WatchHead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := watchItems(t, b.Refs(), head)
+	time.Sleep(200 * time.Millisecond) // b's LISTEN connection is up
+	for i, name := range []string{"other/one", "other/two", "other/three"} {
+		if err := a.Refs().CompareAndSwap(ctx, name, 0, cas.Hash(i+1), "from a"); err != nil {
+			t.Fatal(err)
+		}
+		e, ok := nextEvent(t, w, 2*time.Second)
+		if !ok || e.Ref != name {
+			t.Fatalf("change %d through another Store: %+v, %v within 2 s; want %s", i, e, ok, name)
+		}
 	}
 }

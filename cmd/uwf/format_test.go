@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
@@ -26,7 +29,8 @@ import (
 // The version-1 fixtures (testdata/format-v1, written by commit fe9658e):
 // every later build opens them, fscks them clean, reads and steps their
 // threads, and leaves them at format version 1. Opening, fsck and reading
-// add no ref, object or log line.
+// add no ref, object or log line, and create nothing (no addition table,
+// cache or journal folder).
 
 // fixtureDir is absolute: tests change the working directory.
 var fixtureDir = func() string {
@@ -97,12 +101,15 @@ func untar(t *testing.T, data []byte, dir string) {
 }
 
 // storeState is what reading must not change: objects, refs, every ref's
-// log, and the format version.
+// log, the format version, and what else the store holds (the top-level
+// files and folders of a disk store, the relations of a PostgreSQL
+// store's schema): reading creates no addition, cache or journal.
 type storeState struct {
 	objects []cas.Hash
 	refs    []cas.Ref
 	logs    map[string][]cas.LogEntry
 	version int
+	parts   []string
 }
 
 // readState opens the store at url directly (not through the CLI) and
@@ -115,6 +122,8 @@ func readState(t *testing.T, url string) storeState {
 		cas.Refs
 		cas.FormatVersioner
 	}
+	// What the store holds, read before this Open.
+	out := storeState{logs: map[string][]cas.LogEntry{}, parts: storeParts(t, url)}
 	if strings.HasPrefix(url, "postgres") {
 		s, err := postgres.Open(ctx, url, &postgres.Options{MaxConns: 2})
 		if err != nil {
@@ -130,7 +139,6 @@ func readState(t *testing.T, url string) storeState {
 		defer s.Close()
 		st, refs = s, s.Refs()
 	}
-	out := storeState{logs: map[string][]cas.LogEntry{}}
 	for o, err := range st.All(ctx) {
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +179,54 @@ func (s storeState) diff(o storeState) []string {
 	if s.version != o.version {
 		d = append(d, fmt.Sprintf("format version %d before, %d after", s.version, o.version))
 	}
+	if !slices.Equal(s.parts, o.parts) {
+		d = append(d, fmt.Sprintf("files or relations: %v before, %v after", s.parts, o.parts))
+	}
 	return d
+}
+
+// storeParts lists the top-level files and folders of the disk store at
+// url, or the relations (tables, indexes, sequences) of the PostgreSQL
+// store's schema (its URL's schema parameter, uwf's, not PostgreSQL's).
+func storeParts(t *testing.T, url string) []string {
+	t.Helper()
+	if !strings.HasPrefix(url, "postgres") {
+		es, err := os.ReadDir(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	schema := q.Get("schema")
+	if schema == "" {
+		schema = postgres.DefaultSchema
+	}
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	conn, err := pgx.Connect(t.Context(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 ORDER BY c.relname`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 func TestFixtureV1Disk(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/uncaged/uwf/internal/wake"
 )
 
 // Cursor is an opaque position in a store's stream of committed ref
@@ -103,12 +105,12 @@ func (r *Repo) Watch(ctx context.Context, prefix string, after Cursor) iter.Seq2
 
 // memJournal is a [MemRefs]' stream of changes: every event since the
 // store was made (a memory store is ephemeral, so nothing is trimmed),
-// numbered from 1; the cursor is the number in decimal. wake is closed and
-// replaced at every append, waking the watchers.
+// numbered from 1; the cursor is the number in decimal. wake is broadcast
+// at every append, waking the watchers.
 type memJournal struct {
 	mu     sync.Mutex
 	events []Event
-	wake   chan struct{}
+	wake   wake.Signal
 }
 
 // append records a change; the caller holds the refs' lock, so changes of
@@ -120,15 +122,13 @@ func (j *memJournal) append(name string, e LogEntry) {
 		Ref: name, Old: e.Old, New: e.New, Time: e.Time, Message: e.Message,
 		Cursor: Cursor(strconv.Itoa(len(j.events) + 1)),
 	})
-	if j.wake != nil {
-		close(j.wake)
-		j.wake = nil
-	}
+	j.wake.Broadcast()
 }
 
 // since returns the events after number n under prefix, the newest
 // number, and a channel closed at the next append.
 func (j *memJournal) since(n int, prefix string) ([]Event, int, <-chan struct{}) {
+	wake := j.wake.Wait() // before the read: an append after it closes wake
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var out []Event
@@ -137,10 +137,7 @@ func (j *memJournal) since(n int, prefix string) ([]Event, int, <-chan struct{})
 			out = append(out, e)
 		}
 	}
-	if j.wake == nil {
-		j.wake = make(chan struct{})
-	}
-	return out, len(j.events), j.wake
+	return out, len(j.events), wake
 }
 
 var _ Watcher = (*MemRefs)(nil)

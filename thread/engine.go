@@ -265,14 +265,19 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 	return h, nil
 }
 
+// headNode reads thread id's head node.
+func (e *Engine) headNode(ctx context.Context, id string) (*Node, error) {
+	head, err := e.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return e.Node(ctx, head)
+}
+
 // Kill appends a killed mark with reason. Killing a finished thread is an
 // error wrapping [ErrNotActive].
 func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) {
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	hn, err := e.Node(ctx, head)
+	hn, err := e.headNode(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -291,11 +296,7 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 // wrapping [ErrNotActive]. A step running in another process when the
 // mark lands fails to commit (the head moved) and is not recorded.
 func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, error) {
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	hn, err := e.Node(ctx, head)
+	hn, err := e.headNode(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -313,11 +314,7 @@ func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, erro
 // wrapping [ErrNotActive]... except that resuming an active thread with a
 // text is allowed: the text reaches the next step.
 func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) {
-	head, err := e.Head(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	hn, err := e.Node(ctx, head)
+	hn, err := e.headNode(ctx, id)
 	if err != nil {
 		return 0, err
 	}

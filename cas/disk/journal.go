@@ -264,7 +264,7 @@ func (j *journalWriter) end() {
 	}
 	j.f.Close()
 	j.unlock()
-	j.r.s.watch.broadcast()
+	j.r.s.watch.Broadcast()
 }
 
 // jpos is a position in the journal: segment and byte offset (just after

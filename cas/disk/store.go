@@ -276,7 +276,7 @@ func (s *Store) Refs() *Refs { return s.refs }
 // its watches end, yielding an error wrapping [fs.ErrClosed].
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.watch.broadcast() // its watches end
+	s.watch.Broadcast() // its watches end
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/dirnotify"
+	"github.com/uncaged/uwf/internal/wake"
 )
 
 var _ cas.Watcher = (*Refs)(nil)
@@ -65,7 +66,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 				yield(cas.Event{}, fmt.Errorf("disk: store %s: %w", r.s.dir, fs.ErrClosed))
 				return
 			}
-			wake := r.s.watch.wait()
+			wake := r.s.watch.Wait()
 			recs, next, gone, err := r.s.reads.read(r, p, check, woke)
 			if err != nil {
 				yield(cas.Event{}, err)
@@ -164,31 +165,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Store, and at each change of the journal folder that the platform's
 // file notification (inotify on Linux) reports, while any watcher runs.
 type notifier struct {
+	wake.Signal // the wake-ups (Wait, Broadcast)
+
 	mu    sync.Mutex
-	ch    chan struct{}
 	users int
 	stop  func()
 	fast  bool // file notification is running: poll rarely
-}
-
-// wait returns a channel closed at the next wake-up.
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-// broadcast wakes every waiting watcher.
-func (n *notifier) broadcast() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch != nil {
-		close(n.ch)
-		n.ch = nil
-	}
 }
 
 // pollInterval is how often a watcher reads the journal without being
@@ -210,7 +192,7 @@ func (n *notifier) acquire(dir string) (release func()) {
 	defer n.mu.Unlock()
 	n.users++
 	if n.users == 1 {
-		stop, err := dirnotify.Start(dir, journalDir, n.broadcast)
+		stop, err := dirnotify.Start(dir, journalDir, n.Broadcast)
 		if err == nil {
 			n.stop, n.fast = stop, true
 		}

@@ -30,7 +30,7 @@ type notifier struct {
 
 // changed reports a committed change of the log: see notifier.
 func (s *Store) changed() {
-	s.listen.broadcast()
+	s.listen.Broadcast()
 	n := &s.notify
 	n.mu.Lock()
 	if n.stopped {

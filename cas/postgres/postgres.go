@@ -215,7 +215,7 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Close() {
 	s.closed.Store(true)
 	s.stopNotify()
-	s.listen.broadcast()
+	s.listen.Broadcast()
 	s.locks.Close()
 	s.pool.Close()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/wake"
 )
 
 // Watching refs (SPEC §4). Events are the rows of ref_log, the cursor a
@@ -245,7 +246,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 				yield(cas.Event{}, fmt.Errorf("watch: postgres store closed: %w", fs.ErrClosed))
 				return
 			}
-			wake := r.s.listen.wait()
+			wake := r.s.listen.Wait()
 			var evs []cas.Event
 			var next, trim int64
 			var more bool
@@ -436,30 +437,13 @@ func (r *Refs) readLogRowsWith(ctx context.Context, stmt string, last int64, bar
 // listener is a Store's LISTEN connection, run while any watcher is, and
 // the wake-ups it hands out.
 type listener struct {
+	wake.Signal // the wake-ups (Wait, Broadcast)
+
 	mu     sync.Mutex
-	ch     chan struct{}
 	users  int
 	up     bool // listening now
 	cancel context.CancelFunc
 	done   chan struct{}
-}
-
-func (l *listener) wait() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ch == nil {
-		l.ch = make(chan struct{})
-	}
-	return l.ch
-}
-
-func (l *listener) broadcast() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ch != nil {
-		close(l.ch)
-		l.ch = nil
-	}
 }
 
 func (l *listener) setUp(up bool) {
@@ -521,7 +505,7 @@ func (l *listener) run(ctx context.Context, s *Store, done chan struct{}) {
 			return
 		}
 		s.log.Debug("watch: the LISTEN connection failed; polling until it is back", "error", err)
-		l.broadcast()
+		l.Broadcast()
 		select {
 		case <-ctx.Done():
 			return
@@ -550,7 +534,7 @@ func (l *listener) listenOnce(ctx context.Context, s *Store) error {
 		return err
 	}
 	l.setUp(true)
-	l.broadcast() // what committed before LISTEN took effect
+	l.Broadcast() // what committed before LISTEN took effect
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -558,6 +542,6 @@ func (l *listener) listenOnce(ctx context.Context, s *Store) error {
 			}
 			return err
 		}
-		l.broadcast()
+		l.Broadcast()
 	}
 }

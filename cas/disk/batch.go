@@ -219,14 +219,17 @@ func (s *Store) writeUnnamed(dir string, data []byte, now time.Time) (atomicfile
 func (s *Store) publishItem(h cas.Hash, it *batchItem, data []byte, now time.Time) error {
 	defer it.discard(s.fs)
 	if it.f != nil {
-		err := s.linkUnnamed(h, it, data, now)
-		if !errors.Is(err, errors.ErrUnsupported) {
-			return err
+		if !s.noUnnamed.Load() {
+			err := s.linkUnnamed(h, it, data, now)
+			if !errors.Is(err, errors.ErrUnsupported) {
+				return err
+			}
+			s.noUnnamed.Store(true)
 		}
-		// The filesystem would not link it after all: write the object
+		// The filesystem would not link an unnamed file: write the object
 		// again as a named temporary file (synced on its own, as the
 		// batch's flush point is past).
-		s.noUnnamed.Store(true)
+		var err error
 		it.f.Close()
 		it.f = nil
 		if it.tmp, err = atomicfile.WriteTemp(s.fs, s.tmpDir, data, now, s.durable); err != nil {

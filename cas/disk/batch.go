@@ -39,9 +39,14 @@ const maxUnnamedOpen = 256
 // are a collision).
 //
 // Where the system has them (Linux's O_TMPFILE), the new files are unnamed
-// files in their shard folder, published with linkat(2), which never
+// files made in tmp/, published into their shard with linkat(2), which never
 // overwrites: one folder entry per object, none in tmp/, and nothing left
-// behind by a crash. Elsewhere (and in pool mode) they are named temporary
+// behind by a crash. They are made in tmp/ rather than in the shard so that
+// ext4 allocates their inodes near tmp/'s, as it did for named temporary
+// files: the shard folders spread over several block groups, and on a
+// journal-less ext4 each inode allocation pays for every inode of its group
+// freed in the last minute, which made a batch slower and less steady, and
+// reading it back slower (bench/README.md, section K). Elsewhere (and in pool mode) they are named temporary
 // files in tmp/, published with a no-clobber rename. With
 // [DurabilityNone] nothing waits between writing a file and publishing it,
 // so each is published as soon as it is written.
@@ -177,11 +182,11 @@ func (it *batchItem) discard(fsys atomicfile.FS) {
 }
 
 // writeItem writes the item's new file holding data with modification time
-// now, not synced: an unnamed file in its shard folder if unnamed is set
-// and the filesystem has them, else a temporary file in tmp/.
+// now, not synced: an unnamed file in tmp/ if unnamed is set and the
+// filesystem has them, else a temporary file in tmp/.
 func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed bool) error {
 	if unnamed && !it.heal && !s.noUnnamed.Load() {
-		f, err := s.writeUnnamed(shardDir(it.path), data, now)
+		f, err := s.writeUnnamed(s.tmpDir, data, now)
 		if err == nil {
 			it.f = f
 			return nil
@@ -199,9 +204,8 @@ func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed boo
 	return nil
 }
 
-// writeUnnamed writes an unnamed file holding data in the shard folder dir,
-// creating the folder if it is missing (it is synced into objects/ with
-// the batch's folders).
+// writeUnnamed writes an unnamed file holding data in the folder dir,
+// creating the folder if it is missing.
 func (s *Store) writeUnnamed(dir string, data []byte, now time.Time) (atomicfile.File, error) {
 	f, err := atomicfile.WriteUnnamed(s.fs, dir, data, now)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -251,7 +255,8 @@ func (s *Store) linkUnnamed(h cas.Hash, it *batchItem, data []byte, now time.Tim
 	for range 8 {
 		err := s.fs.Link(it.f, it.path)
 		if errors.Is(err, fs.ErrNotExist) {
-			// The shard folder went away since the file was made in it.
+			// A new shard (a shard folder created here is synced into
+			// objects/ with the batch's folders, not at once).
 			if err := atomicfile.MkdirAll(s.fs, shardDir(it.path), false); err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@
 // or link(2) and removing the temporary name where that is unavailable), and
 // its shard folder is synced; a shard folder created on the way is synced
 // into objects/ too. [Store.PutBatch] writes all its new files (on Linux,
-// unnamed O_TMPFILE files in their shard folder, published with linkat(2),
+// unnamed O_TMPFILE files made in tmp/, published with linkat(2),
 // which never overwrites: no entry in tmp/ and nothing left by a crash;
 // temporary files in tmp/ elsewhere, and past 256 open files), makes
 // them durable together with one syncfs(2) (concurrent fsyncs from a bounded

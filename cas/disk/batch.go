@@ -18,19 +18,38 @@ import (
 // concurrently where syncfs is not used.
 const poolSize = 16
 
+// maxUnnamedOpen bounds the unnamed files a durable batch holds open
+// between writing them and their flush point; the rest of the batch is
+// written to named temporary files in tmp/.
+const maxUnnamedOpen = 256
+
 // PutBatch stores every element of data and returns their hashes in input
 // order, with one flush point for the whole batch: objects already stored
-// are verified and touched; the others are written to temporary files, made
+// are verified and touched; the others are written to new files, made
 // durable together (one syncfs(2) on the store's filesystem, or concurrent
 // fsyncs where syncfs is unavailable), published in input order (so
 // children put before their parents are published first), then the
 // touched folders are made durable together (a second syncfs, or an fsync
-// of each touched folder): two flushes for the whole batch. Hashes are returned only once everything is
-// durable. Taken addresses are handled as by [Store.Put] (verify and touch,
-// heal, or an error wrapping [cas.ErrCollision]). On error some objects may
-// have been stored, each one whole; an error about one object is a
-// *[cas.ObjectError] naming it. Inputs with equal hashes are stored once
-// (different bytes with one hash are a collision).
+// of each touched folder): two flushes for the whole batch. Hashes are
+// returned only once everything is durable. Taken addresses are handled as
+// by [Store.Put] (verify and touch, heal, or an error wrapping
+// [cas.ErrCollision]). On error some objects may have been stored, each one
+// whole; an error about one object is a *[cas.ObjectError] naming it.
+// Inputs with equal hashes are stored once (different bytes with one hash
+// are a collision).
+//
+// Where the system has them (Linux's O_TMPFILE), the new files are unnamed
+// files made in tmp/, published into their shard with linkat(2), which never
+// overwrites: one folder entry per object, none in tmp/, and nothing left
+// behind by a crash. They are made in tmp/ rather than in the shard so that
+// ext4 allocates their inodes near tmp/'s, as it did for named temporary
+// files: the shard folders spread over several block groups, and on a
+// journal-less ext4 each inode allocation pays for every inode of its group
+// freed in the last minute, which made a batch slower and less steady, and
+// reading it back slower (bench/README.md, section K). Elsewhere (and in pool mode) they are named temporary
+// files in tmp/, published with a no-clobber rename. With
+// [DurabilityNone] nothing waits between writing a file and publishing it,
+// so each is published as soon as it is written.
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -38,18 +57,10 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 	now := s.now()
 	hs := make([]cas.Hash, len(data))
 	first := make(map[cas.Hash]int, len(data))
-	type item struct {
-		i    int
-		path string
-		heal bool   // corrupt bytes are stored there
-		tmp  string // the temporary file, until published
-	}
-	var todo []item
+	var todo []batchItem
 	defer func() {
-		for _, it := range todo {
-			if it.tmp != "" {
-				s.fs.Remove(it.tmp)
-			}
+		for k := range todo {
+			todo[k].discard(s.fs)
 		}
 	}()
 
@@ -78,46 +89,60 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 			return nil, &cas.ObjectError{Op: "put", Hash: h, Err: err}
 		}
 		if st != stored {
-			todo = append(todo, item{i: i, path: path, heal: st == corrupt})
+			todo = append(todo, batchItem{i: i, path: path, heal: st == corrupt})
 		}
 	}
 	if len(todo) == 0 {
 		return hs, nil
 	}
 
-	// Write the temporary files and make them durable together.
-	tmps := make([]string, len(todo))
-	itemData := func(k int) []byte { return data[todo[k].i] }
-	if err := s.writeTemps(ctx, len(todo), itemData, now, tmps); err != nil {
-		for _, t := range tmps {
-			if t != "" {
-				s.fs.Remove(t)
-			}
-		}
-		return nil, err
-	}
-	for k := range todo {
-		todo[k].tmp = tmps[k]
-	}
-
-	// Publish in input order, then sync each touched folder once; objects/
-	// too, in case shard folders were created in it.
 	dirs := []string{s.objDir}
 	seen := make(map[string]bool)
-	for k := range todo {
-		it := &todo[k]
+	publish := func(it *batchItem) error {
 		h := hs[it.i]
 		mu := s.stripe(h)
 		mu.Lock()
-		err := s.publishTemp(h, it.path, data[it.i], now, it.tmp, it.heal)
+		err := s.publishItem(h, it, data[it.i], now)
 		mu.Unlock()
-		it.tmp = ""
 		if err != nil {
-			return nil, &cas.ObjectError{Op: "put", Hash: h, Err: err}
+			return &cas.ObjectError{Op: "put", Hash: h, Err: err}
 		}
 		if d := shardDir(it.path); !seen[d] {
 			seen[d] = true
 			dirs = append(dirs, d)
+		}
+		return nil
+	}
+
+	if !s.durable {
+		// Nothing to flush: write and publish each in turn.
+		for k := range todo {
+			if k%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			it := &todo[k]
+			if err := s.writeItem(it, data[it.i], now, true); err != nil {
+				return nil, err
+			}
+			if err := publish(it); err != nil {
+				return nil, err
+			}
+		}
+		return hs, nil
+	}
+
+	// Write the new files and make them durable together.
+	if err := s.writeItems(ctx, todo, data, now); err != nil {
+		return nil, err
+	}
+
+	// Publish in input order, then sync each touched folder once; objects/
+	// too, in case shard folders were created in it.
+	for k := range todo {
+		if err := publish(&todo[k]); err != nil {
+			return nil, err
 		}
 	}
 	// The second flush point: one more syncfs commits the new entries of
@@ -131,6 +156,133 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 		return nil, fmt.Errorf("disk: put batch: %w", err)
 	}
 	return hs, nil
+}
+
+// batchItem is an object of a batch that must be written: its new file is
+// either unnamed (f) or a named temporary file (tmp), until published.
+type batchItem struct {
+	i    int
+	path string
+	heal bool            // corrupt bytes are stored there
+	f    atomicfile.File // the unnamed file, until linked
+	tmp  string          // the temporary file, until published
+}
+
+// discard closes (so frees) the item's unnamed file, or removes its
+// temporary file.
+func (it *batchItem) discard(fsys atomicfile.FS) {
+	if it.f != nil {
+		it.f.Close()
+		it.f = nil
+	}
+	if it.tmp != "" {
+		fsys.Remove(it.tmp)
+		it.tmp = ""
+	}
+}
+
+// writeItem writes the item's new file holding data with modification time
+// now, not synced: an unnamed file in tmp/ if unnamed is set and the
+// filesystem has them, else a temporary file in tmp/.
+func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed bool) error {
+	if unnamed && !it.heal && !s.noUnnamed.Load() {
+		f, err := s.writeUnnamed(s.tmpDir, data, now)
+		if err == nil {
+			it.f = f
+			return nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return fmt.Errorf("disk: put batch: %w", err)
+		}
+		s.noUnnamed.Store(true)
+	}
+	t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data, now, false)
+	if err != nil {
+		return fmt.Errorf("disk: put batch: %w", err)
+	}
+	it.tmp = t
+	return nil
+}
+
+// writeUnnamed writes an unnamed file holding data in the folder dir,
+// creating the folder if it is missing.
+func (s *Store) writeUnnamed(dir string, data []byte, now time.Time) (atomicfile.File, error) {
+	f, err := atomicfile.WriteUnnamed(s.fs, dir, data, now)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := atomicfile.MkdirAll(s.fs, dir, false); err != nil {
+			return nil, err
+		}
+		f, err = atomicfile.WriteUnnamed(s.fs, dir, data, now)
+	}
+	return f, err
+}
+
+// publishItem publishes the item's durable new file holding data at its
+// path (the address h), without syncing the folder, and consumes the file.
+// The caller holds h's stripe.
+func (s *Store) publishItem(h cas.Hash, it *batchItem, data []byte, now time.Time) error {
+	defer it.discard(s.fs)
+	if it.f != nil {
+		if !s.noUnnamed.Load() {
+			err := s.linkUnnamed(h, it, data, now)
+			if !errors.Is(err, errors.ErrUnsupported) {
+				return err
+			}
+			s.noUnnamed.Store(true)
+		}
+		// The filesystem would not link an unnamed file: write the object
+		// again as a named temporary file (synced on its own, as the
+		// batch's flush point is past).
+		var err error
+		it.f.Close()
+		it.f = nil
+		if it.tmp, err = atomicfile.WriteTemp(s.fs, s.tmpDir, data, now, s.durable); err != nil {
+			return err
+		}
+	}
+	err := s.publishTemp(h, it.path, data, now, it.tmp, it.heal)
+	it.tmp = ""
+	return err
+}
+
+// linkUnnamed publishes the item's unnamed file at its path, never
+// overwriting: a taken address is checked as by [Store.Put] (the same
+// bytes are touched, corrupt bytes are replaced by renaming the file,
+// linked under a temporary name, over them). The caller holds h's stripe
+// and closes the file. The error wraps [errors.ErrUnsupported] if the
+// file cannot be linked here.
+func (s *Store) linkUnnamed(h cas.Hash, it *batchItem, data []byte, now time.Time) error {
+	for range 8 {
+		err := s.fs.Link(it.f, it.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A new shard (a shard folder created here is synced into
+			// objects/ with the batch's folders, not at once).
+			if err := atomicfile.MkdirAll(s.fs, shardDir(it.path), false); err != nil {
+				return err
+			}
+			continue
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		st, err := s.check(h, it.path, data, now)
+		if err != nil || st == stored {
+			return err
+		}
+		if st == corrupt {
+			tmp, err := atomicfile.LinkTemp(s.fs, it.f, s.tmpDir)
+			if err != nil {
+				return err
+			}
+			if err := s.fs.Rename(tmp, it.path); err != nil {
+				s.fs.Remove(tmp)
+				return err
+			}
+			s.log.Warn("healed a corrupt object", "hash", h.String())
+			return nil
+		}
+	}
+	return fmt.Errorf("the object keeps appearing and disappearing at %s", it.path)
 }
 
 // publishTemp publishes the durable temporary file tmp holding data at path
@@ -166,51 +318,51 @@ func (s *Store) publishTemp(h cas.Hash, path string, data []byte, now time.Time,
 	return fmt.Errorf("the object keeps appearing and disappearing at %s", path)
 }
 
-// writeTemps writes n temporary files, the k-th holding data(k) with
-// modification time now, into tmps[k], and makes them durable together if
-// the store is durable: one syncfs(2) once all are written (an fsync of each
-// where syncfs is unavailable), or, in pool mode, an fsync of each file by
-// the goroutine that wrote it. On error the caller removes the files named
-// in tmps.
+// writeItems writes the new files of a durable batch (see writeItem) and
+// makes them durable together: one syncfs(2) once all are written (an
+// fsync of each where syncfs is unavailable), or, in pool mode, an fsync of
+// each file by the goroutine that wrote it. Up to maxUnnamedOpen of them
+// are unnamed files (none in pool mode). On error the caller discards the
+// files.
 //
 // Only in pool mode are the files written from a pool of goroutines, to
-// overlap their fsyncs. Otherwise nothing waits on the disk and every file
-// is created in the one folder tmp/, whose lock serialises creations:
-// concurrent writers only spin on that lock (15% of the kernel samples of
-// a 20,000-object `uwf cas put --batch` on 2 loaded cores were in
-// rwsem_spin_on_owner) and hand goroutines between threads, which a loaded
-// machine makes slow. So they are written one after the other, on the
-// calling goroutine.
-func (s *Store) writeTemps(ctx context.Context, n int, data func(int) []byte, now time.Time, tmps []string) error {
-	perFile := s.durable && s.opts.batchSync == batchSyncPool
-	write := func(k int, sync bool) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data(k), now, sync)
-		if err != nil {
-			return fmt.Errorf("disk: put batch: %w", err)
-		}
-		tmps[k] = t
-		return nil
-	}
-	if perFile {
-		if err := forEach(n, func(k int) error { return write(k, true) }); err != nil {
-			return err
-		}
-		return nil
-	}
-	for k := range n {
-		if err := write(k, false); err != nil {
-			return err
-		}
-	}
-	if !s.durable {
-		return nil
+// overlap their fsyncs. Otherwise nothing waits on the disk and concurrent
+// creations in one folder only spin on its lock (15% of the kernel samples
+// of a 20,000-object `uwf cas put --batch` on 2 loaded cores were in
+// rwsem_spin_on_owner, when every file was created in tmp/) and hand
+// goroutines between threads, which a loaded machine makes slow. So they
+// are written one after the other, on the calling goroutine.
+func (s *Store) writeItems(ctx context.Context, todo []batchItem, data [][]byte, now time.Time) error {
+	if s.opts.batchSync == batchSyncPool {
+		return forEach(len(todo), func(k int) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			it := &todo[k]
+			t, err := atomicfile.WriteTemp(s.fs, s.tmpDir, data[it.i], now, true)
+			if err != nil {
+				return fmt.Errorf("disk: put batch: %w", err)
+			}
+			it.tmp = t
+			return nil
+		})
 	}
 	fp := s.newFlushPoint()
-	for _, t := range tmps {
-		fp.file(t)
+	for k := range todo {
+		if k%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		it := &todo[k]
+		if err := s.writeItem(it, data[it.i], now, k < maxUnnamedOpen); err != nil {
+			return err
+		}
+		if it.f != nil {
+			fp.openFile(it.f)
+		} else {
+			fp.file(it.tmp)
+		}
 	}
 	if err := fp.flush(); err != nil {
 		return fmt.Errorf("disk: put batch: %w", err)

@@ -44,6 +44,21 @@ func (c coarseFS) OpenFile(path string, flag int, perm fs.FileMode) (atomicfile.
 	return coarseFile{f, c}, nil
 }
 
+func (c coarseFS) CreateUnnamed(dir string, perm fs.FileMode) (atomicfile.File, error) {
+	f, err := c.FS.CreateUnnamed(dir, perm)
+	if err != nil {
+		return nil, err
+	}
+	return coarseFile{f, c}, nil
+}
+
+func (c coarseFS) Link(f atomicfile.File, path string) error {
+	if cf, ok := f.(coarseFile); ok {
+		f = cf.File
+	}
+	return c.FS.Link(f, path)
+}
+
 type coarseFile struct {
 	atomicfile.File
 	fs coarseFS

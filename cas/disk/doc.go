@@ -58,7 +58,10 @@
 // published under its name without overwriting (renameat2 RENAME_NOREPLACE,
 // or link(2) and removing the temporary name where that is unavailable), and
 // its shard folder is synced; a shard folder created on the way is synced
-// into objects/ too. [Store.PutBatch] writes all its temporary files, makes
+// into objects/ too. [Store.PutBatch] writes all its new files (on Linux,
+// unnamed O_TMPFILE files made in tmp/, published with linkat(2),
+// which never overwrites: no entry in tmp/ and nothing left by a crash;
+// temporary files in tmp/ elsewhere, and past 256 open files), makes
 // them durable together with one syncfs(2) (concurrent fsyncs from a bounded
 // pool where syncfs is unavailable), publishes them in input order, then
 // makes the touched folders durable with a second syncfs (an fsync of each

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
 // flushPoint makes a set of writes durable together, at one point: one
@@ -19,6 +21,7 @@ import (
 type flushPoint struct {
 	s     *Store
 	files []string
+	open  []atomicfile.File // files known by descriptor (unnamed files)
 	dirs  []string
 }
 
@@ -27,21 +30,29 @@ func (s *Store) newFlushPoint() *flushPoint { return &flushPoint{s: s} }
 // file notes a file written (not synced) before the flush point.
 func (p *flushPoint) file(path string) { p.files = append(p.files, path) }
 
+// openFile notes an open file written (not synced) before the flush point: an
+// unnamed file, which has no path to open again.
+func (p *flushPoint) openFile(f atomicfile.File) { p.open = append(p.open, f) }
+
 // dir notes a folder whose entries changed before the flush point.
 func (p *flushPoint) dir(path string) { p.dirs = append(p.dirs, path) }
 
 // flush makes everything noted durable, then forgets it.
 func (p *flushPoint) flush() error {
-	files, dirs := p.files, p.dirs
-	p.files, p.dirs = nil, nil
-	if !p.s.durable || len(files)+len(dirs) == 0 {
+	files, open, dirs := p.files, p.open, p.dirs
+	p.files, p.open, p.dirs = nil, nil, nil
+	if !p.s.durable || len(files)+len(open)+len(dirs) == 0 {
 		return nil
 	}
 	if err := p.s.syncFS(); !errors.Is(err, errors.ErrUnsupported) {
 		return err
 	}
 	// No syncfs here: sync each file, then each folder.
-	err := forEach(len(files), func(k int) error { return p.s.syncFile(files[k]) })
+	err := forEach(len(open), func(k int) error { return open[k].Sync() })
+	if err != nil {
+		return err
+	}
+	err = forEach(len(files), func(k int) error { return p.s.syncFile(files[k]) })
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,11 @@ type Store struct {
 	closed  atomic.Bool
 	local   rwlock.RW // the in-process half of Lock
 
+	// noUnnamed is set once the filesystem has refused unnamed files
+	// (O_TMPFILE, or linking them): batches then write named temporary
+	// files in tmp/.
+	noUnnamed atomic.Bool
+
 	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
 	watch     notifier       // wakes this Store's watchers

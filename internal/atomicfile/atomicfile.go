@@ -60,6 +60,20 @@ type FS interface {
 	// (syncfs(2)). Where that is not available the error wraps
 	// [errors.ErrUnsupported].
 	SyncFS(path string) error
+	// CreateUnnamed creates a new empty file with no name in the folder
+	// dir (open(2) with O_TMPFILE), open for reading and writing, with
+	// permissions perm (before the umask). Until [FS.Link] names it, no
+	// other process can see it, and closing it or a crash frees it. Where
+	// the system or dir's filesystem has no unnamed files the error wraps
+	// [errors.ErrUnsupported]; callers then use [FS.CreateTemp].
+	CreateUnnamed(dir string, perm fs.FileMode) (File, error)
+	// Link gives f, an open file from [FS.CreateUnnamed], the name path on
+	// the filesystem it was created on (linkat(2)), never overwriting: if path
+	// exists the error wraps [fs.ErrExist] and nothing changes. f stays
+	// open and may be linked again (under a temporary name, say). Where
+	// unnamed files cannot be linked here the error wraps
+	// [errors.ErrUnsupported].
+	Link(f File, path string) error
 }
 
 // DefaultPerm is the permissions of the files the helpers write unless told
@@ -135,6 +149,43 @@ func PublishTemp(fsys FS, tmp, path string, sync bool) error {
 		err = fsys.RenameNoReplace(tmp, path)
 	}
 	return err
+}
+
+// WriteUnnamed creates an unnamed file in dir ([FS.CreateUnnamed]), writes
+// data to it and, unless mtime is zero, sets its modification time. The file
+// is returned open and not synced; the caller names it with [FS.Link] or
+// [LinkTemp], or closes it, which discards it. The error wraps
+// [errors.ErrUnsupported] where unnamed files are not available.
+func WriteUnnamed(fsys FS, dir string, data []byte, mtime time.Time) (File, error) {
+	f, err := fsys.CreateUnnamed(dir, DefaultPerm)
+	if err != nil {
+		return nil, err
+	}
+	if _, err = f.Write(data); err == nil && !mtime.IsZero() {
+		err = f.SetModTime(mtime)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// LinkTemp gives the unnamed file f a new temporary name in dir (on the
+// filesystem it was created on, see [FS.Link]) and returns it: the way to rename an
+// unnamed file over an existing one.
+func LinkTemp(fsys FS, f File, dir string) (string, error) {
+	for {
+		name := tempName(dir)
+		err := fsys.Link(f, name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return name, nil
+	}
 }
 
 // Publish writes data at path without ever overwriting: a temporary file in

@@ -149,10 +149,40 @@ func (o osFS) SyncFS(path string) error {
 	return nil
 }
 
+func (o osFS) CreateUnnamed(dir string, perm fs.FileMode) (File, error) {
+	fd, err := -1, error(errors.ErrUnsupported)
+	if !o.portable {
+		fd, err = openUnnamed(dir, uint32(perm.Perm()))
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "createunnamed", Path: dir, Err: err}
+	}
+	return &osFile{fd: fd, name: unnamedName(dir), unnamed: true}, nil
+}
+
+func (o osFS) Link(f File, path string) error {
+	of, ok := f.(*osFile)
+	err := error(errors.ErrUnsupported)
+	switch {
+	case o.portable:
+	case !ok || !of.unnamed:
+		err = errors.New("not an unnamed file of this filesystem")
+	case of.fd < 0:
+		err = fs.ErrClosed
+	default:
+		err = linkUnnamed(of.fd, path)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: path, Err: err}
+	}
+	return nil
+}
+
 // osFile is an open file descriptor.
 type osFile struct {
-	fd   int
-	name string
+	fd      int
+	name    string
+	unnamed bool // from CreateUnnamed: name is only a label
 }
 
 func (f *osFile) Name() string { return f.name }
@@ -210,9 +240,16 @@ func (f *osFile) Truncate(size int64) error {
 
 // SetModTime sets the times through the file's name: a temporary file
 // keeps its name until it is published, and x/sys/unix has no portable
-// nanosecond call on a descriptor.
+// nanosecond call on a descriptor. An unnamed file (Linux only) has no
+// name: its times are set through the descriptor.
 func (f *osFile) SetModTime(t time.Time) error {
-	if err := utimesNano(f.name, t); err != nil {
+	var err error
+	if f.unnamed {
+		err = futimesNano(f.fd, t)
+	} else {
+		err = utimesNano(f.name, t)
+	}
+	if err != nil {
 		return &fs.PathError{Op: "chtimes", Path: f.name, Err: err}
 	}
 	return nil

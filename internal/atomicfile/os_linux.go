@@ -2,7 +2,11 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,4 +41,78 @@ func syncfs(fd int) error {
 		return errors.ErrUnsupported
 	}
 	return err
+}
+
+// openUnnamed opens an unnamed file in dir (O_TMPFILE). A kernel or
+// filesystem without O_TMPFILE answers EOPNOTSUPP, EISDIR or EINVAL: the
+// error then wraps [errors.ErrUnsupported].
+func openUnnamed(dir string, perm uint32) (int, error) {
+	fd, err := open(dir, unix.O_TMPFILE|unix.O_RDWR, perm)
+	switch err {
+	case nil:
+		return fd, nil
+	case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
+		return -1, fmt.Errorf("%w: O_TMPFILE: %w", errors.ErrUnsupported, err)
+	}
+	return -1, err
+}
+
+// How an unnamed file is linked here, learnt at the first link: linkat(2)
+// with AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH (else ENOENT); without it,
+// linking /proc/self/fd/N with AT_SYMLINK_FOLLOW does the same.
+const (
+	linkUnknown int32 = iota
+	linkEmptyPath
+	linkProc
+	linkNone // neither: no capability and no /proc
+)
+
+var linkMode atomic.Int32
+
+// linkUnnamed gives the unnamed file fd the name path, never overwriting
+// (EEXIST).
+func linkUnnamed(fd int, path string) error {
+	mode := linkMode.Load()
+	if mode == linkNone {
+		return fmt.Errorf("%w: cannot link an unnamed file (no CAP_DAC_READ_SEARCH, no /proc)", errors.ErrUnsupported)
+	}
+	if mode != linkProc {
+		err := ignoringEINTR(func() error { return unix.Linkat(fd, "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH) })
+		if err == nil {
+			linkMode.CompareAndSwap(linkUnknown, linkEmptyPath)
+			return nil
+		}
+		if mode == linkEmptyPath || err != unix.ENOENT && err != unix.EPERM {
+			return err
+		}
+	}
+	proc := "/proc/self/fd/" + strconv.Itoa(fd)
+	err := ignoringEINTR(func() error { return unix.Linkat(unix.AT_FDCWD, proc, unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW) })
+	if err == nil {
+		linkMode.CompareAndSwap(linkUnknown, linkProc)
+		return nil
+	}
+	if mode == linkUnknown && err == unix.ENOENT {
+		// Either path's folder is missing or /proc is.
+		var st unix.Stat_t
+		if unix.Lstat(proc, &st) != nil {
+			linkMode.Store(linkNone)
+			return fmt.Errorf("%w: cannot link an unnamed file (no CAP_DAC_READ_SEARCH, no /proc)", errors.ErrUnsupported)
+		}
+	}
+	return err
+}
+
+// futimesNano sets the access and modification times of the file open as
+// fd to t, to the nanosecond: utimensat(2) with a NULL path, which is
+// futimens(3).
+func futimesNano(fd int, t time.Time) error {
+	ts := [2]unix.Timespec{unix.NsecToTimespec(t.UnixNano()), unix.NsecToTimespec(t.UnixNano())}
+	return ignoringEINTR(func() error {
+		_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+		if e != 0 {
+			return e
+		}
+		return nil
+	})
 }

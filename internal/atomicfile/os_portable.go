@@ -70,6 +70,16 @@ func (portableFS) SyncFS(path string) error {
 	return &fs.PathError{Op: "syncfs", Path: path, Err: errors.ErrUnsupported}
 }
 
+// CreateUnnamed reports [errors.ErrUnsupported]: unnamed files are Linux's.
+func (portableFS) CreateUnnamed(dir string, perm fs.FileMode) (File, error) {
+	return nil, &fs.PathError{Op: "createunnamed", Path: dir, Err: errors.ErrUnsupported}
+}
+
+// Link reports [errors.ErrUnsupported], as CreateUnnamed does.
+func (portableFS) Link(f File, path string) error {
+	return &os.LinkError{Op: "link", Old: f.Name(), New: path, Err: errors.ErrUnsupported}
+}
+
 // portableFile is an *os.File as a [File].
 type portableFile struct{ *os.File }
 

@@ -25,3 +25,15 @@ func tempName(dir string) string {
 	b = strconv.AppendUint(b, tempSeq.Add(1), 10)
 	return string(b)
 }
+
+// unnamedName labels an unnamed file created in dir, for errors and
+// recorded operations: "<dir>/(unnamed <n>)", which no file is ever called.
+func unnamedName(dir string) string {
+	var buf [256]byte
+	b := append(buf[:0], dir...)
+	b = append(b, filepath.Separator)
+	b = append(b, "(unnamed "...)
+	b = strconv.AppendUint(b, tempSeq.Add(1), 10)
+	b = append(b, ')')
+	return string(b)
+}

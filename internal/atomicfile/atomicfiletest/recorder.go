@@ -15,12 +15,16 @@ import (
 
 // Op is one recorded filesystem operation.
 type Op struct {
-	// Kind is one of: create (a temporary file), open, write, truncate,
+	// Kind is one of: create (a temporary file), createunnamed (an
+	// unnamed file: Path is its label, "<folder>/(unnamed <n>)", which
+	// its writes, syncs and close also carry), open, write, truncate,
 	// mtime (SetModTime), sync (a file), close, mkdir, rename, publish
-	// (RenameNoReplace), remove, chtimes, syncdir, syncfs.
+	// (RenameNoReplace, or Link of an unnamed file: both name a file
+	// without ever overwriting), remove, chtimes, syncdir, syncfs.
 	Kind string
 	// Path is the file or folder operated on, relative to the recorder's
-	// Root, with '/' separators; for rename and publish, the old name.
+	// Root, with '/' separators; for rename and publish, the old name (an
+	// unnamed file's label).
 	Path string
 	// To is the new name of a rename or publish; else empty.
 	To string
@@ -160,6 +164,28 @@ func (r *Recorder) SyncDir(dir string) error {
 func (r *Recorder) SyncFS(path string) error {
 	err := r.fs().SyncFS(path)
 	r.record("syncfs", path, "", err)
+	return err
+}
+
+// CreateUnnamed implements [atomicfile.FS].
+func (r *Recorder) CreateUnnamed(dir string, perm fs.FileMode) (atomicfile.File, error) {
+	f, err := r.fs().CreateUnnamed(dir, perm)
+	if err != nil {
+		r.record("createunnamed", dir, "", err)
+		return nil, err
+	}
+	r.record("createunnamed", f.Name(), "", nil)
+	return &file{File: f, r: r}, nil
+}
+
+// Link implements [atomicfile.FS], recorded as a publish.
+func (r *Recorder) Link(f atomicfile.File, path string) error {
+	inner := f
+	if rf, ok := f.(*file); ok {
+		inner = rf.File
+	}
+	err := r.fs().Link(inner, path)
+	r.record("publish", f.Name(), path, err)
 	return err
 }
 

@@ -82,7 +82,9 @@ func (r *Refs) journalGatePath() string { return filepath.Join(r.lockDir, journa
 // journalRecord is the bytes of l's record.
 func journalRecord(l logLine) []byte { return appendLine([]byte{'\n'}, l) }
 
-// segmentLimit is the size past which a change starts a new segment.
+// segmentLimit is the size past which a change starts a new segment. It
+// is soft: a change that found the newest segment full a few times over
+// (others keep filling new ones) writes to it anyway (beginJournal).
 func (r *Refs) segmentLimit() int64 {
 	if n := r.s.opts.journalSegment; n > 0 {
 		return n
@@ -140,7 +142,7 @@ type journalWriter struct {
 // with sync (with the log line: see appendLog), moves the ref, then calls
 // end.
 func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
-	for range 8 {
+	for try := range 8 {
 		unlock, err := r.lockJournal(ctx, lockSh)
 		if err != nil {
 			return nil, err
@@ -163,7 +165,7 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 			f, err := r.s.fs.OpenFile(r.segPath(seg), os.O_WRONLY|os.O_APPEND, 0)
 			if err == nil {
 				size, err := f.Size()
-				if err == nil && size < r.segmentLimit() {
+				if err == nil && (size < r.segmentLimit() || try >= 3) {
 					return &journalWriter{r: r, f: f, path: r.segPath(seg), unlock: unlock}, nil
 				}
 				f.Close()

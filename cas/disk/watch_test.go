@@ -3,10 +3,12 @@ package disk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,5 +319,36 @@ func TestWatchTornRecordEndsSegment(t *testing.T) {
 	}
 	if segs, _ := filepath.Glob(filepath.Join(s.Dir(), "journal", "0*")); len(segs) < 3 {
 		t.Errorf("%d segments, want one per record", len(segs))
+	}
+}
+
+// TestJournalRotationContention: with a segment per change, writers that
+// keep finding the newest segment full (others fill new ones) still commit
+// every change (the limit is soft), and a watch sees each once.
+func TestJournalRotationContention(t *testing.T) {
+	opts := &disk.Options{Durability: disk.DurabilityNone}
+	disk.SetJournalSegment(opts, 1)
+	s := newStore(t, opts)
+	r := s.Refs()
+	const writers, changes = 8, 40
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			name := fmt.Sprintf("w/%d", w)
+			var prev cas.Hash
+			for i := range changes {
+				next := cas.Hash(w<<16 | i + 1)
+				if err := r.CompareAndSwap(t.Context(), name, prev, next, "c"); err != nil {
+					t.Errorf("writer %d, change %d: %v", w, i, err)
+					return
+				}
+				prev = next
+			}
+		})
+	}
+	wg.Wait()
+	evs, errs := collect(t, r, "w/", "", writers*changes)
+	if len(errs) != 0 || len(evs) != writers*changes {
+		t.Fatalf("the watch saw %d events and %v, want %d and no error", len(evs), errs, writers*changes)
 	}
 }

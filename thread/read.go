@@ -59,6 +59,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	if quota <= 0 {
 		quota = DefaultQuota
 	}
+	ctx = cas.WithReadMemo(ctx)
 	r := &Reading{}
 	get := func(h cas.Hash) (cas.Node, error) {
 		r.Reads++
@@ -96,7 +97,16 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	}
 	var sections []string
 	used := 0
+	// On a store with batch reads, the entries about to be rendered are
+	// fetched a window at a time (8 chain nodes, then 16, 32, ...: at most
+	// about as many as rendered are fetched in vain).
+	window, fetchedTo := stepWindow, 0
 	for n := from; n != nil; {
+		if n.Kind != KindStart && (n == from || n.Depth() < fetchedTo) {
+			e.repo.Prefetch(ctx, e.prefetchChain(ctx, n, window, 0))
+			fetchedTo = n.Depth() - window + 1
+			window *= 2
+		}
 		s, err := e.renderEntry(ctx, n, get)
 		if err != nil {
 			return nil, err

@@ -102,13 +102,20 @@ func TestPostgresStepRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 4 {
+	for i := range 6 {
+		// A fresh engine and repo each step, as each `uwf thread step`
+		// process has: no node or schema cached from the step before.
+		repo, err := cas.Open(ctx, st, st.Refs(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := thread.New(repo, nil)
 		trips.record()
 		if _, err := e.Step(ctx, id, &thread.RunOptions{Agent: "synth"}); err != nil {
 			t.Fatal(err)
 		}
 		got := trips.stop()
-		var batches []string
+		var batches, reads []string
 		derived := 0
 		for _, trip := range got {
 			switch {
@@ -116,6 +123,11 @@ func TestPostgresStepRoundTrips(t *testing.T) {
 				batches = append(batches, trip)
 			case strings.HasPrefix(trip, "Q INSERT INTO ") && strings.Contains(trip, ".derived (key, data)"):
 				derived++
+			case strings.HasPrefix(trip, "Q SELECT set_config('synchronous_commit', 'off', true), pg_notify("):
+				// The watch notification the ref move sends after its
+				// commit, on the store's own schedule: not the step's.
+			case strings.HasPrefix(trip, "Q SELECT") && !strings.Contains(trip, "advisory"):
+				reads = append(reads, trip)
 			case !strings.HasPrefix(trip, "Q SELECT") || strings.Contains(trip, "advisory"):
 				t.Errorf("step %d: a statement of its own writes, locks or opens a transaction: %.120s", i+1, trip)
 			}
@@ -127,6 +139,9 @@ func TestPostgresStepRoundTrips(t *testing.T) {
 		}
 		if derived > 1 {
 			t.Errorf("step %d: %d derived-cache writes, want at most 1", i+1, derived)
+		}
+		for _, tr := range got {
+			t.Logf("  %.200s", tr)
 		}
 		t.Logf("step %d: %d round trips, %d of them writes, %d to the derived cache", i+1, len(got), len(batches), derived)
 	}

@@ -411,6 +411,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		opts = &RunOptions{}
 	}
 	began := time.Now()
+	ctx = cas.WithReadMemo(ctx)
 	id, err := ParseID(id)
 	if err != nil {
 		return nil, err
@@ -432,6 +433,20 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		return nil, fmt.Errorf("thread %s: %w: it is suspended (%s); resume it first: uwf thread resume %s -p <text>", id, ErrNotActive, head.Mark.Reason, id)
 	default:
 		return nil, fmt.Errorf("thread %s: %w: it is %s", id, ErrNotActive, st)
+	}
+	// On a store with batch reads, fetch what the step reads in a few
+	// round trips: the start and the newest chain nodes, then their steps'
+	// details and outputs and the workflow, then the raw outputs and the
+	// role schemas (see prefetchChain). For a thread at its start node,
+	// the workflow is read alone, then the schemas.
+	raws := e.prefetchChain(ctx, head, stepWindow, head.StartHash())
+	if e.repo.CanPrefetch(ctx) {
+		if sn, err := e.Node(ctx, head.StartHash()); err == nil && sn.Start != nil {
+			if wn, err := e.repo.Get(ctx, sn.Start.Workflow); err == nil {
+				raws = append(raws, registry.SchemaHashes(wn)...)
+			}
+		}
+		e.repo.Prefetch(ctx, raws)
 	}
 	pos, err := e.locate(ctx, head)
 	if err != nil {
@@ -661,7 +676,8 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step})
 	}
 	t0 = time.Now()
-	if err := e.Commit(ctx, id, stepHash, "step "+d.Role); err != nil {
+	// The step node was just put: commit it without reading it back.
+	if err := e.commit(ctx, id, stepHash, &step.Chain, "step "+d.Role); err != nil {
 		return nil, err
 	}
 	tm.Commit = time.Since(t0)

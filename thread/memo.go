@@ -20,76 +20,94 @@ import (
 // quota has room for them).
 const stepWindow = 8
 
-// prefetchChain fetches into ctx's read memo what rendering the chain from
-// n back over count chain nodes needs, in a few batches: the chain nodes,
+// chainFetch fetches into ctx's read memo, in batches of one round trip
+// each, what rendering a chain back from a node needs: the chain nodes,
 // found through their prev and skip pointers (each batch reaches about
-// twice as far back; with a nonzero start, the first one also fetches the
-// start node), then the details and outputs of their steps (and the start's
-// workflow, with start). It returns the steps' raw outputs, for the
-// caller's next batch ([cas.Repo.Prefetch]). It does nothing on a store
-// without [cas.BatchGetter] or through a context without a memo.
-func (e *Engine) prefetchChain(ctx context.Context, n *Node, count int, start cas.Hash) (raws []cas.Hash) {
-	if !e.repo.CanPrefetch(ctx) || n.Chain() == nil {
-		return nil
+// twice as far back), and, in the same batches, one behind, the details
+// and outputs of the steps found, then their raw outputs. It keeps what
+// it found, so a reading that needs more entries goes on from there. It
+// does nothing on a store without [cas.BatchGetter] or through a context
+// without a memo.
+type chainFetch struct {
+	e     *Engine
+	on    bool
+	known map[int]*Node // chain nodes by depth
+	parts []*Step       // steps whose detail and output are not yet fetched
+	raws  []*Step       // steps whose raw output is not yet fetched
+}
+
+func (e *Engine) newChainFetch(ctx context.Context, n *Node) *chainFetch {
+	f := &chainFetch{e: e, on: e.repo.CanPrefetch(ctx) && n.Chain() != nil}
+	if f.on {
+		f.known = map[int]*Node{n.Depth(): n}
+		if n.Step != nil {
+			f.parts = append(f.parts, n.Step)
+		}
 	}
-	stop := max(n.Depth()-count+1, 1)
-	known := map[int]*Node{n.Depth(): n}
-	frontier := []*Node{n}
-	first := true
-	for len(frontier) > 0 {
+	return f
+}
+
+// fetch fetches the chain nodes from depth stop up (those not yet fetched)
+// and what their steps need; extra goes in the first batch, and next, if
+// not nil, is asked before each later batch for more hashes to add (the
+// caller's nodes that depend on nodes fetched so far).
+func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, next func() []cas.Hash) {
+	if !f.on {
+		if len(extra) > 0 {
+			f.e.repo.Prefetch(ctx, extra)
+		}
+		return
+	}
+	stop = max(stop, 1)
+	for {
+		batch := extra
+		extra = nil
 		want := map[cas.Hash]int{}
 		var hs []cas.Hash
 		add := func(h cas.Hash, d int) {
-			if d >= stop && known[d] == nil && !h.IsZero() {
+			if d >= stop && f.known[d] == nil && !h.IsZero() {
 				if _, ok := want[h]; !ok {
 					want[h] = d
 					hs = append(hs, h)
 				}
 			}
 		}
-		for _, k := range frontier {
+		for _, k := range f.known {
 			c := k.Chain()
 			add(c.Prev, c.Depth-1)
 			for i, h := range c.Skip {
 				add(h, c.Depth-1<<(i+1))
 			}
 		}
-		batch := hs
-		if first && !start.IsZero() {
-			batch = append(batch[:len(batch):len(batch)], start)
+		if next != nil {
+			batch = append(batch, next()...)
 		}
-		first = false
-		e.repo.Prefetch(ctx, batch)
-		frontier = frontier[:0]
+		batch = append(batch, hs...)
+		for _, s := range f.raws {
+			if dn, err := f.e.repo.Get(ctx, s.Detail); err == nil {
+				if d, err := DecodeDetail(dn); err == nil {
+					batch = append(batch, d.Raw)
+				}
+			}
+		}
+		f.raws = f.parts
+		f.parts = nil
+		for _, s := range f.raws {
+			batch = append(batch, s.Detail, s.Output)
+		}
+		if len(batch) == 0 {
+			return
+		}
+		f.e.repo.Prefetch(ctx, batch)
 		for _, h := range hs {
-			k, err := e.node(ctx, h, false)
-			if err != nil || k.Chain() == nil || k.Depth() != want[h] || known[k.Depth()] != nil {
+			k, err := f.e.node(ctx, h, false)
+			if err != nil || k.Chain() == nil || k.Depth() != want[h] || f.known[k.Depth()] != nil {
 				continue
 			}
-			known[k.Depth()] = k
-			frontier = append(frontier, k)
-		}
-	}
-	var parts []cas.Hash
-	var steps []*Step
-	for _, k := range known {
-		if k.Step != nil {
-			steps = append(steps, k.Step)
-			parts = append(parts, k.Step.Detail, k.Step.Output)
-		}
-	}
-	if !start.IsZero() {
-		if sn, err := e.node(ctx, start, false); err == nil && sn.Start != nil {
-			parts = append(parts, sn.Start.Workflow)
-		}
-	}
-	e.repo.Prefetch(ctx, parts)
-	for _, s := range steps {
-		if dn, err := e.repo.Get(ctx, s.Detail); err == nil {
-			if d, err := DecodeDetail(dn); err == nil {
-				raws = append(raws, d.Raw)
+			f.known[k.Depth()] = k
+			if k.Step != nil {
+				f.parts = append(f.parts, k.Step)
 			}
 		}
 	}
-	return raws
 }

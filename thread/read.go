@@ -101,12 +101,13 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	// fetched a window at a time (8 chain nodes, then 16, 32, ...: at most
 	// about as many as rendered are fetched in vain).
 	window, fetchedTo := stepWindow, 0
+	var fetch *chainFetch
+	if from != nil && from.Kind != KindStart {
+		fetch = e.newChainFetch(ctx, from)
+		fetchedTo = from.Depth() - window + 1
+		fetch.fetch(ctx, fetchedTo, nil, nil)
+	}
 	for n := from; n != nil; {
-		if n.Kind != KindStart && (n == from || n.Depth() < fetchedTo) {
-			e.repo.Prefetch(ctx, e.prefetchChain(ctx, n, window, 0))
-			fetchedTo = n.Depth() - window + 1
-			window *= 2
-		}
 		s, err := e.renderEntry(ctx, n, get)
 		if err != nil {
 			return nil, err
@@ -132,6 +133,11 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		if next == sn.Hash {
 			n = sn
 			continue
+		}
+		if fetch != nil && n.Depth()-1 < fetchedTo {
+			window *= 2
+			fetchedTo -= window
+			fetch.fetch(ctx, fetchedTo, nil, nil)
 		}
 		if n, err = e.readNode(ctx, next, r); err != nil {
 			return nil, err

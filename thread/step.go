@@ -435,18 +435,38 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		return nil, fmt.Errorf("thread %s: %w: it is %s", id, ErrNotActive, st)
 	}
 	// On a store with batch reads, fetch what the step reads in a few
-	// round trips: the start and the newest chain nodes, then their steps'
-	// details and outputs and the workflow, then the raw outputs and the
-	// role schemas (see prefetchChain). For a thread at its start node,
-	// the workflow is read alone, then the schemas.
-	raws := e.prefetchChain(ctx, head, stepWindow, head.StartHash())
+	// round trips (see chainFetch): the newest chain nodes with the start,
+	// then their steps' details and outputs with the workflow, then the
+	// raw outputs with the role schemas.
 	if e.repo.CanPrefetch(ctx) {
-		if sn, err := e.Node(ctx, head.StartHash()); err == nil && sn.Start != nil {
-			if wn, err := e.repo.Get(ctx, sn.Start.Workflow); err == nil {
-				raws = append(raws, registry.SchemaHashes(wn)...)
+		// more gives, batch after batch: nothing (the start is in the
+		// first), the workflow, its role schemas, then nothing.
+		var calls int
+		var wfDone, schemasDone bool
+		more := func() []cas.Hash {
+			if calls++; calls == 1 && head.Kind != KindStart {
+				return nil
 			}
+			sn, err := e.Node(ctx, head.StartHash())
+			if err != nil || sn.Start == nil || schemasDone {
+				return nil
+			}
+			if !wfDone {
+				wfDone = true
+				return []cas.Hash{sn.Start.Workflow}
+			}
+			schemasDone = true
+			if wn, err := e.repo.Get(ctx, sn.Start.Workflow); err == nil {
+				return registry.SchemaHashes(wn)
+			}
+			return nil
 		}
-		e.repo.Prefetch(ctx, raws)
+		if head.Kind == KindStart {
+			e.repo.Prefetch(ctx, more())
+			e.repo.Prefetch(ctx, more())
+		} else {
+			e.newChainFetch(ctx, head).fetch(ctx, head.Depth()-stepWindow+1, []cas.Hash{head.StartHash()}, more)
+		}
 	}
 	pos, err := e.locate(ctx, head)
 	if err != nil {

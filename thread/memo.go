@@ -32,14 +32,16 @@ type chainFetch struct {
 	e     *Engine
 	on    bool
 	known map[int]*Node // chain nodes by depth
-	parts []*Step       // steps whose detail and output are not yet fetched
-	raws  []*Step       // steps whose raw output is not yet fetched
+	tried map[cas.Hash]bool
+	parts []*Step // steps whose detail and output are not yet fetched
+	raws  []*Step // steps whose raw output is not yet fetched
 }
 
 func (e *Engine) newChainFetch(ctx context.Context, n *Node) *chainFetch {
 	f := &chainFetch{e: e, on: e.repo.CanPrefetch(ctx) && n.Chain() != nil}
 	if f.on {
 		f.known = map[int]*Node{n.Depth(): n}
+		f.tried = map[cas.Hash]bool{}
 		if n.Step != nil {
 			f.parts = append(f.parts, n.Step)
 		}
@@ -49,7 +51,7 @@ func (e *Engine) newChainFetch(ctx context.Context, n *Node) *chainFetch {
 
 // fetch fetches the chain nodes from depth stop up (those not yet fetched)
 // and what their steps need; extra goes in the first batch, and next, if
-// not nil, is asked before each later batch for more hashes to add (the
+// not nil, is asked before each batch for more hashes to add (the
 // caller's nodes that depend on nodes fetched so far).
 func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, next func() []cas.Hash) {
 	if !f.on {
@@ -65,11 +67,12 @@ func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, next
 		want := map[cas.Hash]int{}
 		var hs []cas.Hash
 		add := func(h cas.Hash, d int) {
-			if d >= stop && f.known[d] == nil && !h.IsZero() {
-				if _, ok := want[h]; !ok {
-					want[h] = d
-					hs = append(hs, h)
-				}
+			// A node asked for once is not asked for again: one that
+			// failed to read is left to the reading to report.
+			if d >= stop && f.known[d] == nil && !h.IsZero() && !f.tried[h] {
+				f.tried[h] = true
+				want[h] = d
+				hs = append(hs, h)
 			}
 		}
 		for _, k := range f.known {

@@ -129,7 +129,13 @@ func (r *Repo) MaxNodeSize() int64 { return r.max }
 // The meta-schema and the built-in schemas are constants of the format: if
 // the store has lost or damaged one, Get returns its known node instead of
 // the error ([Repo.Fsck] reports the damage).
+//
+// Through a context with a read memo ([WithReadMemo]), a node already read
+// or prefetched ([Repo.Prefetch]) is not read again.
 func (r *Repo) Get(ctx context.Context, h Hash) (Node, error) {
+	if n, ok := memoized(ctx, h); ok {
+		return n, nil
+	}
 	data, err := r.st.Get(ctx, h)
 	if err != nil {
 		if b, ok := builtinByHash(h); ok && errorsIsAny(err, ErrNotFound, ErrCorrupt) {
@@ -142,6 +148,9 @@ func (r *Repo) Get(ctx context.Context, h Hash) (Node, error) {
 	n, err := DecodeNode(data)
 	if err != nil {
 		return Node{}, &ObjectError{Op: "get", Hash: h, Err: err}
+	}
+	if m := readMemoOf(ctx); m != nil {
+		m.store(h, n)
 	}
 	return n, nil
 }

@@ -151,6 +151,23 @@ func (r *Registry) LoadStored(ctx context.Context, h cas.Hash) (*Stored, error) 
 	return r.load(ctx, h)
 }
 
+// SchemaHashes returns the role schemas (frontmatter) a workflow node
+// names, in no particular order, leaving out what is not a hash (loading
+// the workflow reports it).
+func SchemaHashes(n cas.Node) []cas.Hash {
+	p, _ := n.Payload.(map[string]any)
+	roles, _ := p["roles"].(map[string]any)
+	var hs []cas.Hash
+	for _, rv := range roles {
+		rp, _ := rv.(map[string]any)
+		fs, _ := rp["frontmatter"].(string)
+		if sh, err := cas.ParseCanonicalHash(fs); err == nil {
+			hs = append(hs, sh)
+		}
+	}
+	return hs
+}
+
 func (r *Registry) load(ctx context.Context, h cas.Hash) (*Stored, error) {
 	n, err := r.repo.Get(ctx, h)
 	if err != nil {
@@ -174,6 +191,8 @@ func (r *Registry) load(ctx context.Context, h cas.Hash) (*Stored, error) {
 		w.MaxSteps = int(f)
 	}
 	roles, _ := p["roles"].(map[string]any)
+	// The role schemas in one batch where the store and ctx allow it.
+	r.repo.Prefetch(ctx, SchemaHashes(n))
 	for _, name := range sortedKeys(roles) {
 		rp, ok := roles[name].(map[string]any)
 		if !ok {

@@ -227,7 +227,12 @@ func (e *Engine) Commit(ctx context.Context, id string, h cas.Hash, message stri
 	if err != nil {
 		return err
 	}
-	c := n.Chain()
+	return e.commit(ctx, id, h, n.Chain(), message)
+}
+
+// commit is [Engine.Commit] of the node h, whose chain fields are c (nil
+// for a start node), known without reading it.
+func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, message string) error {
 	if c == nil {
 		return fmt.Errorf("commit %s: %w: a start node cannot follow anything", h, cas.ErrInvalid)
 	}
@@ -235,7 +240,7 @@ func (e *Engine) Commit(ctx context.Context, id string, h cas.Hash, message stri
 	if from.IsZero() {
 		from = c.Start
 	}
-	err = e.refs.CompareAndSwap(ctx, refName(id), from, h, message)
+	err := e.refs.CompareAndSwap(ctx, refName(id), from, h, message)
 	var ce *cas.ConflictError
 	if errors.As(err, &ce) {
 		return &ConflictError{Thread: id, Expected: from, Current: ce.Current}
@@ -259,7 +264,7 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 	if he, err := e.entry(ctx, head); err == nil {
 		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m})
 	}
-	if err := e.Commit(ctx, id, h, "mark "+kind); err != nil {
+	if err := e.commit(ctx, id, h, &m.Chain, "mark "+kind); err != nil {
 		return 0, err
 	}
 	return h, nil

@@ -59,6 +59,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	if quota <= 0 {
 		quota = DefaultQuota
 	}
+	ctx = cas.WithReadMemo(ctx)
 	r := &Reading{}
 	get := func(h cas.Hash) (cas.Node, error) {
 		r.Reads++
@@ -96,6 +97,16 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	}
 	var sections []string
 	used := 0
+	// On a store with batch reads, the entries about to be rendered are
+	// fetched a window at a time (8 chain nodes, then 16, 32, ...: at most
+	// about as many as rendered are fetched in vain).
+	window, fetchedTo := stepWindow, 0
+	var fetch *chainFetch
+	if from != nil && from.Kind != KindStart {
+		fetch = e.newChainFetch(ctx, from)
+		fetchedTo = from.Depth() - window + 1
+		fetch.fetch(ctx, fetchedTo, nil, nil)
+	}
 	for n := from; n != nil; {
 		s, err := e.renderEntry(ctx, n, get)
 		if err != nil {
@@ -122,6 +133,11 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		if next == sn.Hash {
 			n = sn
 			continue
+		}
+		if fetch != nil && n.Depth()-1 < fetchedTo {
+			window *= 2
+			fetchedTo -= window
+			fetch.fetch(ctx, fetchedTo, nil, nil)
 		}
 		if n, err = e.readNode(ctx, next, r); err != nil {
 			return nil, err

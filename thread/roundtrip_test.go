@@ -64,13 +64,27 @@ func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
+// maxStepReads bounds the read round trips of one thread step on
+// PostgreSQL, at any depth: the ref, the head node, then batches (the
+// newest chain nodes through their prev and skip pointers, at most three
+// for the 8 a step fetches; their details and outputs with the workflow;
+// their raw outputs with the role schemas), and the step cache's entries.
+// A reading whose quota has room for more than 8 entries fetches more, a
+// doubling window at a time, until the quota is full: bounded by the quota,
+// not the depth. (Before: one read per node, 8-13 at depths 1-4, growing
+// with the thread.)
+const maxStepReads = 12
+
 // TestPostgresStepRoundTrips pins what a thread step writes on PostgreSQL:
 // its nodes in one round trip and its ref move in one more, each one
 // batch (one implicit transaction: one commit, one WAL flush) that takes
 // the store-wide lock itself; no other statement writes, locks or opens a
 // transaction, except at most one upsert of the derived step cache (an
 // unlogged table: its commit writes no WAL to flush). (Before: 16 write
-// round trips and 10 commits a step.)
+// round trips and 10 commits a step.) It also pins the step's reads at
+// maxStepReads, whatever the depth: with the synth agent on review-loop
+// (its statuses and counts from the step cache) and with a loop workflow
+// 40 steps deep.
 func TestPostgresStepRoundTrips(t *testing.T) {
 	url := pgtest.URL(t)
 	sep := "?"
@@ -88,46 +102,94 @@ func TestPostgresStepRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := thread.New(repo, nil)
-	data, _ := examples.FS.ReadFile("review-loop.yaml")
-	wf, err := registry.Parse("review-loop.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.Registry().Put(ctx, wf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _, err := e.Start(ctx, res.Hash, "task", "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		trips.record()
-		if _, err := e.Step(ctx, id, &thread.RunOptions{Agent: "synth"}); err != nil {
-			t.Fatal(err)
-		}
-		got := trips.stop()
-		var batches []string
-		derived := 0
-		for _, trip := range got {
-			switch {
-			case strings.HasPrefix(trip, "B "):
-				batches = append(batches, trip)
-			case strings.HasPrefix(trip, "Q INSERT INTO ") && strings.Contains(trip, ".derived (key, data)"):
-				derived++
-			case !strings.HasPrefix(trip, "Q SELECT") || strings.Contains(trip, "advisory"):
-				t.Errorf("step %d: a statement of its own writes, locks or opens a transaction: %.120s", i+1, trip)
+	review, _ := examples.FS.ReadFile("review-loop.yaml")
+	for _, tc := range []struct {
+		name, file, yaml string
+		steps            int
+		opts             *thread.RunOptions
+	}{
+		{"review-loop", "review-loop.yaml", string(review), 5, &thread.RunOptions{Agent: "synth"}},
+		{"loop", "loop.yaml", loopWith(200), 80, &thread.RunOptions{Config: loopAgent(t), Quota: 2000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf, err := registry.Parse(tc.file, []byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(batches) != 2 ||
-			!strings.Contains(batches[0], "pg_advisory_xact_lock_shared") || !strings.Contains(batches[0], "INSERT INTO") ||
-			!strings.Contains(batches[1], "pg_advisory_xact_lock_shared") || !strings.Contains(batches[1], "ref_log") {
-			t.Errorf("step %d: %d batches, want 2 (the nodes, then the ref move), each under the shared lock:\n%s", i+1, len(batches), strings.Join(batches, "\n"))
-		}
-		if derived > 1 {
-			t.Errorf("step %d: %d derived-cache writes, want at most 1", i+1, derived)
-		}
-		t.Logf("step %d: %d round trips, %d of them writes, %d to the derived cache", i+1, len(got), len(batches), derived)
+			res, err := thread.New(repo, nil).Registry().Put(ctx, wf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _, err := thread.New(repo, nil).Start(ctx, res.Hash, "task", "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := make([]int, tc.steps)
+			for i := range tc.steps {
+				reads[i] = stepTrips(t, st, trips, id, i+1, tc.opts)
+			}
+			// Once the reading's quota is full (the loop's 2,000 bytes hold
+			// about 25 entries), a deeper step reads no more.
+			if tc.steps >= 80 {
+				for i := tc.steps / 2; i < tc.steps; i++ {
+					if reads[i] != reads[tc.steps/2] {
+						t.Errorf("step %d: %d read round trips, step %d %d: want the same once the quota is full", i+1, reads[i], tc.steps/2+1, reads[tc.steps/2])
+					}
+				}
+			}
+		})
 	}
+}
+
+// stepTrips runs one step of thread id, as a fresh `uwf thread step`
+// process would (a new repo and engine: nothing cached from the step
+// before), and checks its round trips.
+func stepTrips(t *testing.T, st *postgres.Store, trips *tripCounter, id string, depth int, opts *thread.RunOptions) (reads int) {
+	t.Helper()
+	ctx := t.Context()
+	repo, err := cas.Open(ctx, st, st.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := thread.New(repo, nil)
+	trips.record()
+	r, err := e.Step(ctx, id, opts)
+	got := trips.stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != thread.EventStep {
+		t.Fatalf("step %d: %s, want a step", depth, r.Kind)
+	}
+	var batches, rs []string
+	derived := 0
+	for _, trip := range got {
+		switch {
+		case strings.HasPrefix(trip, "B "):
+			batches = append(batches, trip)
+		case strings.HasPrefix(trip, "Q INSERT INTO ") && strings.Contains(trip, ".derived (key, data)"):
+			derived++
+		case strings.HasPrefix(trip, "Q SELECT set_config('synchronous_commit', 'off', true), pg_notify("):
+			// The watch notification a ref move sends after its commit,
+			// on the store's schedule (it may land in the next step's
+			// record): not a read.
+		case !strings.HasPrefix(trip, "Q SELECT") || strings.Contains(trip, "advisory"):
+			t.Errorf("step %d: a statement of its own writes, locks or opens a transaction: %.120s", depth, trip)
+		default:
+			rs = append(rs, trip)
+		}
+	}
+	if len(batches) != 2 ||
+		!strings.Contains(batches[0], "pg_advisory_xact_lock_shared") || !strings.Contains(batches[0], "INSERT INTO") ||
+		!strings.Contains(batches[1], "pg_advisory_xact_lock_shared") || !strings.Contains(batches[1], "ref_log") {
+		t.Errorf("step %d: %d batches, want 2 (the nodes, then the ref move), each under the shared lock:\n%s", depth, len(batches), strings.Join(batches, "\n"))
+	}
+	if derived > 1 {
+		t.Errorf("step %d: %d derived-cache writes, want at most 1", depth, derived)
+	}
+	if len(rs) > maxStepReads {
+		t.Errorf("step %d: %d read round trips, want at most %d:\n%s", depth, len(rs), maxStepReads, strings.Join(rs, "\n"))
+	}
+	t.Logf("step %d: %d round trips: %d writes, %d reads, %d to the derived cache", depth, len(got), len(batches), len(rs), derived)
+	return len(rs)
 }

@@ -449,16 +449,26 @@ type detailPage struct {
 	Duration    string
 }
 
+// pathNode reads the node the request's {hash} names (what, in an
+// error, says what it should be); on failure it has answered the request.
+func (h *Handler) pathNode(w http.ResponseWriter, r *http.Request, what string) (cas.Hash, cas.Node, bool) {
+	hash, err := parseHash(what, r.PathValue("hash"))
+	if err != nil {
+		h.fail(w, r, err)
+		return 0, cas.Node{}, false
+	}
+	n, err := h.eng.Repo().Get(r.Context(), hash)
+	if err != nil {
+		h.fail(w, r, err)
+		return 0, cas.Node{}, false
+	}
+	return hash, n, true
+}
+
 func (h *Handler) stepDetail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	hash, err := parseHash("detail", r.PathValue("hash"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	dn, err := h.eng.Repo().Get(ctx, hash)
-	if err != nil {
-		h.fail(w, r, err)
+	hash, dn, ok := h.pathNode(w, r, "detail")
+	if !ok {
 		return
 	}
 	d, err := thread.DecodeDetail(dn)
@@ -827,14 +837,8 @@ var hashInJSON = regexp.MustCompile(`&#34;([0-9A-HJKMNP-TV-Z]{13})&#34;`)
 
 func (h *Handler) node(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	hash, err := parseHash("node", r.PathValue("hash"))
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	n, err := h.eng.Repo().Get(ctx, hash)
-	if err != nil {
-		h.fail(w, r, err)
+	hash, n, ok := h.pathNode(w, r, "node")
+	if !ok {
 		return
 	}
 	edges, err := h.eng.Repo().Edges(ctx, n)

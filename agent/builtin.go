@@ -294,7 +294,8 @@ func New(ctx context.Context, name string, spec config.Agent, o *Options) (Agent
 	if b, arg, ok := findBuiltin(name); ok {
 		return b.make(ctx, arg, o)
 	}
-	return NewCommand(name, CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout}), nil
+	return NewCommand(name, CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout,
+		Prompt: spec.Prompt, PromptFlag: spec.PromptFlag, Output: spec.Output}), nil
 }
 
 // LLMFor returns the LLM of the model config.yaml picks for role of

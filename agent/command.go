@@ -220,14 +220,17 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		reason := "exit status " + strconv.Itoa(code)
 		// A tool with structured output says why it failed there.
 		if read := outputReaders[c.spec.Output]; read != nil {
+			limited := false
 			if rep, err := read(res.Raw, res.Stderr); err == nil {
-				res.Session = rep.session
+				res.Session = rep.session.orNil()
 				if rep.failure != "" {
 					reason += ": " + c.spec.Output + " reported: " + cut(oneLineText(rep.failure), 300)
 				}
-				if rep.rateLimited {
-					return fail(code, "rate limited ("+reason+")", errors.Join(ErrRateLimited, waitErr))
-				}
+				limited = rep.rateLimited
+			}
+			// A tool without an error object says so on stderr.
+			if limited || isRateLimit(lastLine(res.Stderr)) {
+				return fail(code, "rate limited ("+reason+")", errors.Join(ErrRateLimited, waitErr))
 			}
 		}
 		return fail(code, reason, waitErr)
@@ -248,7 +251,7 @@ func (c *Command) readOutput(res *Result, fail func(int, string, error) (*Result
 	if err != nil {
 		return fail(ExitFailure, "cannot read its output as "+c.spec.Output+" output: "+err.Error(), err)
 	}
-	res.Session = rep.session
+	res.Session = rep.session.orNil()
 	if rep.failure != "" {
 		reason := c.spec.Output + " reported an error: " + cut(oneLineText(rep.failure), 300)
 		if rep.rateLimited {

@@ -32,6 +32,23 @@ type Session struct {
 	Turns            int64   // the agent's turns (model calls), where reported
 }
 
+// orNil returns s, or nil when it holds nothing but the tool's name: a
+// run that reported nothing of its session records none.
+// Counts are bounded to 2^53 and the cost to a finite amount, as a
+// detail-session node holds them.
+func (s *Session) orNil() *Session {
+	if s == nil || *s == (Session{Tool: s.Tool}) {
+		return nil
+	}
+	for _, n := range []*int64{&s.InputTokens, &s.OutputTokens, &s.CacheReadTokens, &s.CacheWriteTokens, &s.ReasoningTokens, &s.Turns} {
+		*n = min(max(*n, 0), 1<<53)
+	}
+	if !(s.CostUSD >= 0) || s.CostUSD > math.MaxFloat64 {
+		s.CostUSD = 0
+	}
+	return s
+}
+
 // ErrRateLimited is wrapped by the [RunError] of a run that the tool says
 // was refused for a rate or usage limit (an HTTP 429, a quota, a usage
 // limit): retrying later may succeed.

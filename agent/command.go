@@ -123,8 +123,13 @@ var (
 // command, a signal, too much output or an interruption is a *[RunError]
 // with the exit code a shell would report ([ExitTimeout], [ExitNotFound],
 // [ExitCannotRun], [ExitSignal]+N, [ExitInterrupted]) and what was
-// captured. An interrupted run's error wraps [context.Canceled]; a timed out
-// one's wraps [context.DeadlineExceeded].
+// captured. A non-zero exit that the tool's structured output or the last
+// line of its stderr says was a rate or usage limit (429, quota, "rate
+// limit", "too many requests", ...) also wraps [ErrRateLimited]. An
+// interrupted run's error wraps [context.Canceled]; a timed out one's wraps
+// [context.DeadlineExceeded]. With a structured Output, a run that exits 0
+// but whose output is not in the format, or reports an error, fails with
+// [ExitFailure].
 func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{}
 	fail := func(code int, reason string, err error) (*Result, error) {
@@ -219,8 +224,8 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		code := exitErr.ExitCode()
 		reason := "exit status " + strconv.Itoa(code)
 		// A tool with structured output says why it failed there.
+		limited := false
 		if read := outputReaders[c.spec.Output]; read != nil {
-			limited := false
 			if rep, err := read(res.Raw, res.Stderr); err == nil {
 				res.Session = rep.session.orNil()
 				if rep.failure != "" {
@@ -228,10 +233,10 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 				}
 				limited = rep.rateLimited
 			}
-			// A tool without an error object says so on stderr.
-			if limited || isRateLimit(lastLine(res.Stderr)) {
-				return fail(code, "rate limited ("+reason+")", errors.Join(ErrRateLimited, waitErr))
-			}
+		}
+		// A tool without an error object says so on stderr's last line.
+		if limited || isRateLimit(lastLine(res.Stderr)) {
+			return fail(code, "rate limited ("+reason+")", errors.Join(ErrRateLimited, waitErr))
 		}
 		return fail(code, reason, waitErr)
 	}

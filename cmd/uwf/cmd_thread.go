@@ -727,16 +727,24 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		fmt.Fprintf(bw, "origin:   started at %s\n", o.Node)
 	}
 	fmt.Fprintf(bw, "prompt:   %s\n", oneLine(info.Prompt))
-	// The head's agent session, when its agent reported one.
-	var headDetail cas.Hash
-	switch {
-	case hn.Step != nil:
-		headDetail = hn.Step.Detail
-	case hn.Mark != nil:
-		headDetail = hn.Mark.Detail
+	// The agent session of the last run: the head's (a step, or a
+	// suspension's detail), else, under a mark without one (done, killed),
+	// the step before it.
+	last := hn
+	if hn.Mark != nil && hn.Mark.Detail.IsZero() && !hn.Mark.Prev.IsZero() {
+		if pn, err := e.Node(ctx, hn.Mark.Prev); err == nil && pn.Step != nil {
+			last = pn
+		}
 	}
-	if sum := sessionSummary(ctx, repo, headDetail); sum != "" {
-		fmt.Fprintf(bw, "session:  %s\n", sum)
+	var lastDetail cas.Hash
+	switch {
+	case last.Step != nil:
+		lastDetail = last.Step.Detail
+	case last.Mark != nil:
+		lastDetail = last.Mark.Detail
+	}
+	if sum := sessionSummary(ctx, repo, lastDetail); sum != "" {
+		fmt.Fprintf(bw, "session:  %s (depth %d)\n", sum, last.Depth())
 	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",

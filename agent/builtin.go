@@ -269,7 +269,12 @@ func Check(ctx context.Context, name string, spec config.Agent, cwd string, o *O
 		if spec.Command == "" {
 			return nil
 		}
-		return NewCommand(name, CommandSpec{Command: spec.Command}).Check(cwd)
+		err := NewCommand(name, CommandSpec{Command: spec.Command}).Check(cwd)
+		if err != nil && spec.Preset != "" {
+			// The user named a tool, not a program: say which to install.
+			return fmt.Errorf("%w (preset %s: install it, or set agents.%s.command to where it is)", err, spec.Preset, name)
+		}
+		return err
 	}
 	if b.checkArg != nil {
 		if err := b.checkArg(ctx, name, arg, o); err != nil {

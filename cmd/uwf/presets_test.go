@@ -276,3 +276,19 @@ func TestConfigListExperimentalPreset(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetNotInstalled checks a preset whose tool is not on PATH fails
+// before a thread starts, saying which preset and what to do.
+func TestPresetNotInstalled(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv("PATH", t.TempDir())
+	e.writeConfig("agents:\n  coder: {preset: claude-code}\ndefaultAgent: coder\n")
+	e.write("one.yaml", oneRole)
+	r := e.run("", "thread", "run", "one.yaml", "-p", "x")
+	if r.code == 0 || !strings.Contains(r.stderr, `"claude"`) || !strings.Contains(r.stderr, "preset claude-code: install it, or set agents.coder.command") {
+		t.Errorf("thread run without the tool: %v", r)
+	}
+	if strings.Contains(r.stdout, "thread ") {
+		t.Errorf("a thread started: %v", r)
+	}
+}

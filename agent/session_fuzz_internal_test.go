@@ -45,3 +45,27 @@ func FuzzReadOutput(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadOutput measures reading each tool's recorded output: the
+// cost a structured output adds to a run (a process start is ~1 ms).
+func BenchmarkReadOutput(b *testing.B) {
+	for _, tc := range []struct{ format, file string }{
+		{"claude-code", "claude-code-ok.stdout"}, {"codex", "codex-ok.stdout"}, {"gemini", "gemini-ok.stdout"},
+		{"opencode", "opencode-ok.stdout"}, {"aider", "aider-ok.stdout"},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", "output", tc.file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.format, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			read := outputReaders[tc.format]
+			for b.Loop() {
+				if _, err := read(string(data), ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -49,6 +49,10 @@ type Result struct {
 	// either cut, leaving a part of it that masking does not find: the
 	// masking drops such a part (thread does so).
 	StderrCut bool
+	// Session is what the agent reported of its run in its structured
+	// output (a command whose spec reads one): session id, model, token
+	// counts, cost. Nil if it reported none.
+	Session *Session
 }
 
 // Agent runs one role. Implementations are safe for concurrent use.

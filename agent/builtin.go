@@ -269,7 +269,12 @@ func Check(ctx context.Context, name string, spec config.Agent, cwd string, o *O
 		if spec.Command == "" {
 			return nil
 		}
-		return NewCommand(name, CommandSpec{Command: spec.Command}).Check(cwd)
+		err := NewCommand(name, CommandSpec{Command: spec.Command}).Check(cwd)
+		if err != nil && spec.Preset != "" {
+			// The user named a tool, not a program: say which to install.
+			return fmt.Errorf("%w (preset %s: install it, or set agents.%s.command to where it is)", err, spec.Preset, name)
+		}
+		return err
 	}
 	if b.checkArg != nil {
 		if err := b.checkArg(ctx, name, arg, o); err != nil {
@@ -294,7 +299,8 @@ func New(ctx context.Context, name string, spec config.Agent, o *Options) (Agent
 	if b, arg, ok := findBuiltin(name); ok {
 		return b.make(ctx, arg, o)
 	}
-	return NewCommand(name, CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout}), nil
+	return NewCommand(name, CommandSpec{Command: spec.Command, Args: spec.Args, Env: spec.Env, Timeout: spec.Timeout,
+		Prompt: spec.Prompt, PromptFlag: spec.PromptFlag, Output: spec.Output}), nil
 }
 
 // LLMFor returns the LLM of the model config.yaml picks for role of

@@ -54,7 +54,25 @@ type CommandSpec struct {
 	// KillGrace is the time between SIGTERM and SIGKILL when the run is
 	// stopped; 0 means [DefaultKillGrace].
 	KillGrace time.Duration
+	// Prompt says how the prompt is passed: [config.PromptStdin] ("" too),
+	// [config.PromptArg] (the last argument, at most [MaxPromptArg] bytes)
+	// or [config.PromptFile] (a file only the user can read, removed when
+	// the run ends, its path the last argument).
+	Prompt string
+	// PromptFlag, with an argument or a file, is the flag the prompt or
+	// the path follows ("--message-file"); "" means none.
+	PromptFlag string
+	// Output says how stdout is read: [config.OutputText] ("" too) takes
+	// it as the raw output; a structured format (claude-code, codex,
+	// cursor, gemini, opencode, aider) takes the tool's final answer as
+	// the raw output and what it reports of its session as
+	// [Result.Session], and fails the run when the tool reports an error.
+	Output string
 }
+
+// MaxPromptArg bounds a prompt passed as an argument: Linux refuses a
+// longer single argument (MAX_ARG_STRLEN, 128 KiB with its NUL).
+const MaxPromptArg = 128<<10 - 1
 
 // Command is an agent that runs a program: the assembled prompt on its
 // stdin, its stdout the raw output. The program runs without a shell, in
@@ -105,8 +123,13 @@ var (
 // command, a signal, too much output or an interruption is a *[RunError]
 // with the exit code a shell would report ([ExitTimeout], [ExitNotFound],
 // [ExitCannotRun], [ExitSignal]+N, [ExitInterrupted]) and what was
-// captured. An interrupted run's error wraps [context.Canceled]; a timed out
-// one's wraps [context.DeadlineExceeded].
+// captured. A non-zero exit that the tool's structured output or the last
+// line of its stderr says was a rate or usage limit (429, quota, "rate
+// limit", "too many requests", ...) also wraps [ErrRateLimited]. An
+// interrupted run's error wraps [context.Canceled]; a timed out one's wraps
+// [context.DeadlineExceeded]. With a structured Output, a run that exits 0
+// but whose output is not in the format, or reports an error, fails with
+// [ExitFailure].
 func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 	res := &Result{}
 	fail := func(code int, reason string, err error) (*Result, error) {
@@ -121,17 +144,22 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		}
 		return fail(ExitCannotRun, "cannot run "+c.spec.Command+": "+err.Error(), err)
 	}
+	args, stdin, cleanup, err := c.promptArgs(req.Prompt)
+	if err != nil {
+		return fail(ExitCannotRun, err.Error(), err)
+	}
+	defer cleanup()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, c.spec.Timeout, errTimeout)
 	defer cancelTimeout()
 
-	cmd := exec.CommandContext(runCtx, path, c.spec.Args...)
+	cmd := exec.CommandContext(runCtx, path, args...)
 	cmd.Args[0] = c.spec.Command
 	cmd.Dir = req.Cwd
 	cmd.Env = c.environ(req)
-	cmd.Stdin = strings.NewReader(req.Prompt)
+	cmd.Stdin = strings.NewReader(stdin)
 	stdout := &limitedBuffer{max: c.spec.MaxOutput, full: func() { cancel(errOverflow) }}
 	stderr := &tailBuffer{max: MaxStderr}
 	cmd.Stdout = stdout
@@ -186,7 +214,7 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 		// ErrWaitDelay: the command exited 0 but something it left behind
 		// held its output open; that something is now killed.
 		res.ExitCode = ExitOK
-		return res, nil
+		return c.readOutput(res, fail)
 	case errors.As(waitErr, &exitErr):
 		ws, _ := exitErr.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
@@ -194,9 +222,95 @@ func (c *Command) Run(ctx context.Context, req *Request) (*Result, error) {
 			return fail(code, DescribeExit(code), waitErr)
 		}
 		code := exitErr.ExitCode()
-		return fail(code, "exit status "+strconv.Itoa(code), waitErr)
+		reason := "exit status " + strconv.Itoa(code)
+		// A tool with structured output says why it failed there.
+		limited := false
+		if read := outputReaders[c.spec.Output]; read != nil {
+			if rep, err := read(res.Raw, res.Stderr); err == nil {
+				res.Session = rep.session.orNil()
+				if rep.failure != "" {
+					reason += ": " + c.spec.Output + " reported: " + cut(oneLineText(rep.failure), 300)
+				}
+				limited = rep.rateLimited
+			}
+		}
+		// A tool without an error object says so on stderr's last line.
+		if limited || isRateLimit(lastLine(res.Stderr)) {
+			return fail(code, "rate limited ("+reason+")", errors.Join(ErrRateLimited, waitErr))
+		}
+		return fail(code, reason, waitErr)
 	}
 	return fail(ExitFailure, "run "+c.spec.Command+": "+waitErr.Error(), waitErr)
+}
+
+// readOutput reads the stdout of a run that exited 0 in the spec's output
+// format: the answer becomes Raw, the session Session. Output that is not
+// in the format, or that reports an error, fails the run (Raw keeps what
+// the tool printed).
+func (c *Command) readOutput(res *Result, fail func(int, string, error) (*Result, error)) (*Result, error) {
+	read := outputReaders[c.spec.Output]
+	if read == nil {
+		return res, nil
+	}
+	rep, err := read(res.Raw, res.Stderr)
+	if err != nil {
+		return fail(ExitFailure, "cannot read its output as "+c.spec.Output+" output: "+err.Error(), err)
+	}
+	res.Session = rep.session.orNil()
+	if rep.failure != "" {
+		reason := c.spec.Output + " reported an error: " + cut(oneLineText(rep.failure), 300)
+		if rep.rateLimited {
+			return fail(ExitFailure, "rate limited ("+reason+")", ErrRateLimited)
+		}
+		return fail(ExitFailure, reason, nil)
+	}
+	res.Raw, res.RawCut = rep.answer, false
+	return res, nil
+}
+
+// oneLineText joins the lines of s with spaces.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// promptArgs returns the arguments and stdin of a run of prompt, as the
+// spec passes it, and a cleanup that removes the prompt's file, if any.
+func (c *Command) promptArgs(prompt string) (args []string, stdin string, cleanup func(), err error) {
+	args = slices.Clone(c.spec.Args)
+	cleanup = func() {}
+	var value string
+	switch c.spec.Prompt {
+	case "", config.PromptStdin:
+		return args, prompt, cleanup, nil
+	case config.PromptArg:
+		if len(prompt) > MaxPromptArg {
+			return nil, "", cleanup, fmt.Errorf("the prompt (%s) is too long to pass as an argument (at most %s): set the agent's prompt to file or stdin",
+				formatSize(len(prompt)), formatSize(MaxPromptArg+1))
+		}
+		if strings.IndexByte(prompt, 0) >= 0 {
+			return nil, "", cleanup, errors.New("the prompt holds a NUL byte, which an argument cannot: set the agent's prompt to file or stdin")
+		}
+		value = prompt
+	case config.PromptFile:
+		f, err := os.CreateTemp("", "uwf-prompt-*.md") // mode 0600
+		if err != nil {
+			return nil, "", cleanup, fmt.Errorf("write the prompt file: %w", err)
+		}
+		cleanup = func() { _ = os.Remove(f.Name()) }
+		_, err = f.WriteString(prompt)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			cleanup()
+			return nil, "", func() {}, fmt.Errorf("write the prompt file: %w", err)
+		}
+		value = f.Name()
+	default:
+		return nil, "", cleanup, fmt.Errorf("unknown prompt passing %q (want stdin, arg or file)", c.spec.Prompt)
+	}
+	if c.spec.PromptFlag != "" {
+		args = append(args, c.spec.PromptFlag)
+	}
+	return append(args, value), "", cleanup, nil
 }
 
 // Check reports whether the program can be found from working directory

@@ -9,7 +9,10 @@
 // Every agent implements [Agent]:
 //
 //   - [Command] runs a program (the agents of config.yaml) without a shell:
-//     the prompt on its stdin, its stdout the raw output, UWF_THREAD,
+//     the prompt on its stdin (or in an argument or a file), its stdout the
+//     raw output (or, read as a coding agent's structured output, the
+//     tool's final answer, with what it reported of its run as a
+//     [Session]: id, model, tokens, cost), UWF_THREAD,
 //     UWF_ROLE, UWF_HOME, UWF_STORE, UWF_DURABILITY, UWF_WORKFLOW and UWF_ATTEMPT in its
 //     environment, in the start node's cwd, in a process group of its own
 //     that is killed on timeout, on interruption and when the run ends;

@@ -46,6 +46,10 @@ type helperReport struct {
 //	kill-self N          kill itself with signal N
 //	huge N               print N bytes
 //	stderr-huge N        print N bytes to stderr, then "END"
+//	print OUT ERR N      print file OUT to stdout, file ERR (if not "-")
+//	                     to stderr, exit N (a tool's recorded output)
+//	catlast ARGS...      print the content and mode of the file its last
+//	                     argument names, and the arguments before it
 //	grandchild FILE MODE start a grandchild that sleeps 60 s, write its pid
 //	                     to FILE, then: "sleep" (60 s) or "exit" (exit 0 at
 //	                     once, the grandchild's output detached)
@@ -91,6 +95,24 @@ func helperMain(args []string) int {
 		n, _ := strconv.Atoi(rest[0])
 		_, _ = os.Stderr.Write([]byte(strings.Repeat("e", n)))
 		fmt.Fprintln(os.Stderr, "END")
+	case "print":
+		out, _ := os.ReadFile(rest[0])
+		_, _ = os.Stdout.Write(out)
+		if rest[1] != "-" {
+			errText, _ := os.ReadFile(rest[1])
+			_, _ = os.Stderr.Write(errText)
+		}
+		n, _ := strconv.Atoi(rest[2])
+		return n
+	case "catlast":
+		last := rest[len(rest)-1]
+		data, err := os.ReadFile(last)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fi, _ := os.Stat(last)
+		fmt.Printf("%v %s\n%s", fi.Mode().Perm(), strings.Join(rest[:len(rest)-1], " "), data)
 	case "grandchild":
 		self, _ := os.Executable()
 		child := exec.Command(self, "ignore-term", "60s")

@@ -33,6 +33,14 @@ const (
 	FailureSchema Hash = 0xceff11b54d1b3bfe
 )
 
+// Built-in schemas of format version 2 (see [versionTwo]).
+const (
+	// DetailSessionSchema (5Z6HQD551W637) types the record of one agent
+	// run that reported its session (id, model, token counts, cost): a
+	// detail node's fields plus a session object. Format version 2.
+	DetailSessionSchema Hash = 0x5f9a37694a1e1867
+)
+
 //go:embed schemas/*.json
 var schemaFiles embed.FS
 
@@ -74,7 +82,9 @@ func metaNode() []byte {
 var versionTwo = []struct {
 	name string
 	h    Hash
-}{}
+}{
+	{"detail-session", DetailSessionSchema},
+}
 
 // loadBuiltins encodes the embedded schema files as nodes and checks them
 // against their pinned hashes, once.

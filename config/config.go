@@ -86,11 +86,28 @@ type Config struct {
 }
 
 // Agent is an external agent: a command run without a shell, the
-// assembled prompt on its stdin, its stdout the raw output.
+// assembled prompt on its stdin (or in an argument), its stdout the raw
+// output (or read as the tool's structured output).
 type Agent struct {
+	// Preset names a built-in [Preset] ("claude-code", "codex", ...) whose
+	// command, arguments, prompt passing and output reading fill in what
+	// the entry leaves unset ([Config.Agent]); "" means none.
+	Preset  string
 	Command string            // the program: a path, or a name looked up in PATH
-	Args    []string          // its arguments, passed as they are
+	Args    []string          // its arguments, passed as they are (nil: the preset's)
 	Env     map[string]string // variables added to its environment
+	// ExtraArgs follow Args: flags added to a preset's without restating
+	// them (--model, say).
+	ExtraArgs []string
+	// Prompt says how the prompt is passed: [PromptStdin], [PromptArg] or
+	// [PromptFile]; "" means the preset's, else stdin.
+	Prompt string
+	// PromptFlag, with [PromptArg] or [PromptFile], is the flag the prompt
+	// or its file's path follows; "" passes it as the last argument.
+	PromptFlag string
+	// Output says how stdout is read: one of [OutputFormats]; "" means the
+	// preset's, else [OutputText].
+	Output string
 	// Timeout bounds one run, written as a Go duration ("90s", "10m",
 	// "1h30m"); 0 means [DefaultAgentTimeout].
 	Timeout time.Duration
@@ -299,25 +316,34 @@ func (p *configParser) agent(name string, k, v *yaml.Node) {
 		}
 	}
 	var a Agent
-	ok := p.fields(v, path, "an agent", []string{"command", "args", "env", "timeout"}, func(key string, kn, vn *yaml.Node) {
+	ok := p.fields(v, path, "an agent", []string{"preset", "command", "args", "extraArgs", "env", "prompt", "promptFlag", "output", "timeout"}, func(key string, kn, vn *yaml.Node) {
 		switch key {
+		case "preset":
+			a.Preset = p.str(vn, path+".preset")
+			if _, ok := PresetByName(a.Preset); !ok && yamldoc.IsText(yamldoc.Resolve(vn)) {
+				p.ps.Add(yamldoc.Pos(vn), "%s.preset: unknown preset %s (presets: %s)", path, strconv.Quote(a.Preset), presetNames())
+			}
+		case "prompt":
+			a.Prompt = p.str(vn, path+".prompt")
+			if !slices.Contains(PromptModes, a.Prompt) && yamldoc.IsText(yamldoc.Resolve(vn)) {
+				p.ps.Add(yamldoc.Pos(vn), "%s.prompt: must be one of %s, not %s", path, strings.Join(PromptModes, ", "), strconv.Quote(a.Prompt))
+			}
+		case "promptFlag":
+			a.PromptFlag = p.str(vn, path+".promptFlag")
+		case "output":
+			a.Output = p.str(vn, path+".output")
+			if !slices.Contains(OutputFormats, a.Output) && yamldoc.IsText(yamldoc.Resolve(vn)) {
+				p.ps.Add(yamldoc.Pos(vn), "%s.output: must be one of %s, not %s", path, strings.Join(OutputFormats, ", "), strconv.Quote(a.Output))
+			}
+		case "extraArgs":
+			a.ExtraArgs = p.strList(vn, path+".extraArgs")
 		case "command":
 			a.Command = p.str(vn, path+".command")
 			if a.Command == "" && yamldoc.IsText(yamldoc.Resolve(vn)) {
 				p.ps.Add(yamldoc.Pos(vn), "%s.command: is empty", path)
 			}
 		case "args":
-			n := yamldoc.Resolve(vn)
-			if n.Kind != yaml.SequenceNode {
-				p.ps.Add(yamldoc.Pos(vn), "%s.args: must be a list of strings, not %s", path, yamldoc.Describe(n))
-				return
-			}
-			a.Args = []string{}
-			for i, c := range n.Content {
-				if s, ok := p.text(c, fmt.Sprintf("%s.args[%d]", path, i)); ok {
-					a.Args = append(a.Args, s)
-				}
-			}
+			a.Args = p.strList(vn, path+".args")
 		case "env":
 			n := yamldoc.Resolve(vn)
 			if n.Kind != yaml.MappingNode {
@@ -357,13 +383,30 @@ func (p *configParser) agent(name string, k, v *yaml.Node) {
 	if !ok {
 		return
 	}
-	if a.Command == "" && !p.has(path+".command") {
-		p.ps.Add(yamldoc.Pos(k), "%s: missing command", path)
+	if a.Command == "" && !p.has(path+".command") && a.Preset == "" {
+		p.ps.Add(yamldoc.Pos(k), "%s: missing command (or a preset: %s)", path, presetNames())
 	}
 	if p.c.Agents == nil {
 		p.c.Agents = map[string]Agent{}
 	}
 	p.c.Agents[name] = a
+}
+
+// strList reads a list of strings at path; nil (with a problem) if it is
+// not one, an empty non-nil slice for [].
+func (p *configParser) strList(vn *yaml.Node, path string) []string {
+	n := yamldoc.Resolve(vn)
+	if n.Kind != yaml.SequenceNode {
+		p.ps.Add(yamldoc.Pos(vn), "%s: must be a list of strings, not %s", path, yamldoc.Describe(n))
+		return nil
+	}
+	out := []string{}
+	for i, c := range n.Content {
+		if s, ok := p.text(c, fmt.Sprintf("%s[%d]", path, i)); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (p *configParser) has(path string) bool {
@@ -607,15 +650,26 @@ func (c *Config) AgentName(workflow, role, explicit string) (name, from string) 
 }
 
 // Agent returns the agent entry named name, if config.yaml has one, as a
-// copy (its Args and Env are the caller's) with Timeout filled in
-// ([DefaultAgentTimeout] if unset).
+// copy (its Args and Env are the caller's) ready to run: what its preset
+// gives filled in where the entry leaves it unset (command, args, prompt,
+// promptFlag, output: each one overridable alone), ExtraArgs appended to
+// Args (and cleared), Prompt [PromptStdin] and Output [OutputText] if still
+// unset, and Timeout [DefaultAgentTimeout] if unset.
 func (c *Config) Agent(name string) (Agent, bool) {
 	a, ok := c.Agents[name]
 	if !ok {
 		return Agent{}, false
 	}
-	a.Args = slices.Clone(a.Args)
+	a = withPreset(a)
+	a.Args = append(slices.Clone(a.Args), a.ExtraArgs...)
+	a.ExtraArgs = nil
 	a.Env = maps.Clone(a.Env)
+	if a.Prompt == "" {
+		a.Prompt = PromptStdin
+	}
+	if a.Output == "" {
+		a.Output = OutputText
+	}
 	if a.Timeout == 0 {
 		a.Timeout = DefaultAgentTimeout
 	}
@@ -654,15 +708,19 @@ func (c *Config) tree() map[string]any {
 		agents := map[string]any{}
 		for name, a := range c.Agents {
 			m := map[string]any{}
-			if a.Command != "" {
-				m["command"] = a.Command
-			}
-			if a.Args != nil {
-				args := make([]any, len(a.Args))
-				for i, s := range a.Args {
-					args[i] = s
+			for k, v := range map[string]string{"preset": a.Preset, "command": a.Command, "prompt": a.Prompt, "promptFlag": a.PromptFlag, "output": a.Output} {
+				if v != "" {
+					m[k] = v
 				}
-				m["args"] = args
+			}
+			for k, l := range map[string][]string{"args": a.Args, "extraArgs": a.ExtraArgs} {
+				if l != nil {
+					args := make([]any, len(l))
+					for i, s := range l {
+						args[i] = s
+					}
+					m[k] = args
+				}
 			}
 			if len(a.Env) > 0 {
 				env := map[string]any{}
@@ -769,6 +827,10 @@ func (c *Config) Get(path string) (any, error) {
 type KV struct {
 	Path  string // dot path, such as agents.coder.timeout
 	Value any    // a string or a []any of strings, masked as [Masked] does
+	// Note is what a reader should know about the value, or "": for an
+	// agent's preset that could not be confirmed from the tool's own
+	// documentation, "experimental preset: ...".
+	Note string
 }
 
 // List returns every setting as a flattened dot path with its value
@@ -788,7 +850,13 @@ func (c *Config) List() []KV {
 			}
 			return
 		}
-		out = append(out, KV{Path: prefix, Value: Masked(prefix, v)})
+		kv := KV{Path: prefix, Value: Masked(prefix, v)}
+		if segs := strings.Split(prefix, "."); len(segs) == 3 && segs[0] == "agents" && segs[2] == "preset" {
+			if p, ok := PresetByName(fmt.Sprint(v)); ok && p.Experimental {
+				kv.Note = "experimental preset: not confirmed from " + p.Name + "'s own documentation or help (source: " + p.Source + ")"
+			}
+		}
+		out = append(out, kv)
 	}
 	walk("", c.tree())
 	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Path, b.Path) })

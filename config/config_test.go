@@ -128,8 +128,14 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown top key", "agent:\n  coder: {command: x}\n",
 			`config.yaml:1:1: unknown key "agent" (config.yaml has agents, defaultAgent, agentOverrides, providers, models, defaultModel, modelOverrides, secrets)`},
 		{"unknown agent key", "agents:\n  coder:\n    comand: x\n",
-			"config.yaml:2:3: agents.coder: missing command\n" +
-				`config.yaml:3:5: agents.coder: unknown key "comand" (an agent has command, args, env, timeout)`},
+			"config.yaml:2:3: agents.coder: missing command (or a preset: aider, claude-code, codex, cursor, gemini, hermes, opencode)\n" +
+				`config.yaml:3:5: agents.coder: unknown key "comand" (an agent has preset, command, args, extraArgs, env, prompt, promptFlag, output, timeout)`},
+		{"unknown preset", "agents:\n  coder: {preset: claude}\n",
+			`config.yaml:2:19: agents.coder.preset: unknown preset "claude" (presets: aider, claude-code, codex, cursor, gemini, hermes, opencode)`},
+		{"bad prompt and output", "agents:\n  coder: {preset: codex, prompt: pipe, output: xml, extraArgs: -m}\n",
+			"config.yaml:2:34: agents.coder.prompt: must be one of stdin, arg, file, not \"pipe\"\n" +
+				"config.yaml:2:48: agents.coder.output: must be one of text, aider, claude-code, codex, cursor, gemini, opencode, not \"xml\"\n" +
+				"config.yaml:2:64: agents.coder.extraArgs: must be a list of strings, not a string"},
 		{"unknown provider key", "providers:\n  openai: {baseURL: 'https://x', apiKey: sk-123}\n",
 			`config.yaml:2:34: providers.openai: unknown key "apiKey" (a provider has baseURL, apiKeyEnv)`},
 		{"built-in names", "agents:\n  llm: {command: x}\n  replay: {command: y}\n",

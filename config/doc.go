@@ -9,6 +9,12 @@
 //     human, replay:<thread>) need no entry: package agent owns them, and
 //     the name -> agent factory, and tells [Load] their names through
 //     [Builtins].
+//   - A [Preset] is a ready-made agent entry for a coding agent's
+//     documented headless mode (claude-code, codex, cursor, gemini,
+//     opencode, and the experimental aider and hermes): agents.<name>.preset
+//     fills in the command, args, prompt passing ([PromptModes]) and output
+//     reading ([OutputFormats]) that the entry leaves unset, and extraArgs
+//     adds flags ([Config.Agent]). [Presets] lists them with their sources.
 //   - A [Provider] is an OpenAI-compatible endpoint, a [Model] one of its
 //     models; defaultModel and modelOverrides pick one per role
 //     ([Config.ModelFor]) for the llm agent and for extraction.

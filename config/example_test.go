@@ -58,3 +58,35 @@ defaultAgent: cdoer
 	// config.yaml:3:32: agents.coder.timeout: invalid duration "10": give a unit (10s, 10m)
 	// config.yaml:4:15: defaultAgent: unknown agent "cdoer" (configured: coder; built-in: none)
 }
+
+// ExampleConfig_Agent_preset configures a coding agent by its preset and
+// overrides one field: Agent returns the entry ready to run.
+func ExampleConfig_Agent_preset() {
+	c, err := config.Parse("config.yaml", []byte(`
+agents:
+  coder:
+    preset: claude-code
+    extraArgs: [--model, sonnet]
+  reviewer:
+    preset: codex
+    command: /opt/codex/bin/codex
+`), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range c.AgentNames() {
+		a, _ := c.Agent(name)
+		fmt.Println(name+":", a.Command, a.Args, "prompt on", a.Prompt+",", "output read as", a.Output)
+	}
+	for _, p := range config.Presets() {
+		if p.Experimental {
+			fmt.Println("experimental:", p.Name)
+		}
+	}
+	// Output:
+	// coder: claude [-p --output-format json --permission-mode acceptEdits --model sonnet] prompt on stdin, output read as claude-code
+	// reviewer: /opt/codex/bin/codex [exec --json --sandbox workspace-write --skip-git-repo-check] prompt on stdin, output read as codex
+	// experimental: aider
+	// experimental: hermes
+}

@@ -38,6 +38,7 @@ func TestBackends(t *testing.T) {
 		{"SuspendAndResume", testSuspendAndResume},
 		{"MaxSteps", testMaxSteps},
 		{"MaxStepsLoop", testMaxStepsLoop},
+		{"SessionDetail", testSessionDetail},
 	}
 	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
 		"disk": func(t *testing.T) (cas.Store, cas.Refs) {

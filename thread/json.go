@@ -132,6 +132,32 @@ type StepJSON struct {
 	Raw         string          `json:"raw"`
 	Stderr      string          `json:"stderr"`
 	Attempts    []string        `json:"attempts"`
+	// Session is what the agent reported of its session (a detail-session
+	// node); absent if nothing.
+	Session *SessionJSON `json:"session,omitempty"`
+}
+
+// SessionJSON is a detail's session in JSON, as the detail-session node
+// holds it: fields not reported are absent.
+type SessionJSON struct {
+	Tool             string  `json:"tool"`
+	ID               string  `json:"id,omitempty"`
+	Model            string  `json:"model,omitempty"`
+	InputTokens      int64   `json:"inputTokens,omitempty"`
+	OutputTokens     int64   `json:"outputTokens,omitempty"`
+	CacheReadTokens  int64   `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens,omitempty"`
+	ReasoningTokens  int64   `json:"reasoningTokens,omitempty"`
+	CostUSD          float64 `json:"costUSD,omitempty"`
+	Turns            int64   `json:"turns,omitempty"`
+}
+
+// JSON returns the session as SessionJSON; nil for nil.
+func (s *Session) JSON() *SessionJSON {
+	if s == nil {
+		return nil
+	}
+	return &SessionJSON{s.Tool, s.ID, s.Model, s.InputTokens, s.OutputTokens, s.CacheReadTokens, s.CacheWriteTokens, s.ReasoningTokens, s.CostUSD, s.Turns}
 }
 
 // JSON returns the step view as `step show --json` prints it.
@@ -150,7 +176,7 @@ func (v *StepView) JSON() (*StepJSON, error) {
 		attempts = []string{}
 	}
 	return &StepJSON{v.Hash, st.Start, HashOrNull(st.Prev), skip, st.Depth, st.Role, st.Agent, st.StartedAt, st.CompletedAt,
-		st.Output, v.Output.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, v.Prompt, v.Raw, v.Stderr, attempts}, nil
+		st.Output, v.Output.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, v.Prompt, v.Raw, v.Stderr, attempts, d.Session.JSON()}, nil
 }
 
 // ReadingJSON is `thread read --json`.

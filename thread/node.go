@@ -3,7 +3,10 @@ package thread
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
+	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 )
 
@@ -78,6 +81,87 @@ type Detail struct {
 	Attempts   []cas.Hash // content: raw outputs that failed extraction before Raw
 	ExitCode   int
 	DurationMs int64
+	// Session is what the agent reported of its session (a coding agent's
+	// structured output); nil if nothing. A detail with a session is a
+	// detail-session node (format version 2), one without a detail node.
+	Session *Session
+}
+
+// Session is the session object of a detail-session node: what a coding
+// agent reported of its run. Zero fields were not reported.
+type Session struct {
+	Tool             string  // the output format that read it: claude-code, codex, ...
+	ID               string  // the tool's session id
+	Model            string  // the model that answered
+	InputTokens      int64   // prompt tokens, cached ones included
+	OutputTokens     int64   // answer tokens
+	CacheReadTokens  int64   // prompt tokens read from the cache
+	CacheWriteTokens int64   // prompt tokens written to the cache
+	ReasoningTokens  int64   // thinking tokens, where reported apart
+	CostUSD          float64 // the cost the tool reported, in US dollars
+	Turns            int64   // model calls, where reported
+}
+
+// sessionOf converts what an agent reported (nil: nothing).
+func sessionOf(s *agent.Session) *Session {
+	if s == nil {
+		return nil
+	}
+	return &Session{Tool: s.Tool, ID: s.ID, Model: s.Model, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+		CacheReadTokens: s.CacheReadTokens, CacheWriteTokens: s.CacheWriteTokens, ReasoningTokens: s.ReasoningTokens,
+		CostUSD: s.CostUSD, Turns: s.Turns}
+}
+
+// Payload returns the session object as plain JSON values, leaving out the
+// fields not reported.
+func (s *Session) Payload() map[string]any {
+	p := map[string]any{"tool": s.Tool}
+	for k, v := range map[string]string{"id": s.ID, "model": s.Model} {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	for k, v := range map[string]int64{"inputTokens": s.InputTokens, "outputTokens": s.OutputTokens, "cacheReadTokens": s.CacheReadTokens,
+		"cacheWriteTokens": s.CacheWriteTokens, "reasoningTokens": s.ReasoningTokens, "turns": s.Turns} {
+		if v > 0 {
+			p[k] = float64(v)
+		}
+	}
+	if s.CostUSD > 0 {
+		p["costUSD"] = s.CostUSD
+	}
+	return p
+}
+
+// Summary renders the session for people on one line: "claude-code
+// session 9f1c..., model claude-sonnet-4-5, 1234 in (1000 cached) / 56 out
+// tokens, $0.0123". Parts not reported are left out.
+func (s *Session) Summary() string {
+	parts := []string{s.Tool}
+	if s.ID != "" {
+		parts[0] += " session " + s.ID
+	}
+	if s.Model != "" {
+		parts = append(parts, "model "+s.Model)
+	}
+	if s.InputTokens > 0 || s.OutputTokens > 0 {
+		t := strconv.FormatInt(s.InputTokens, 10) + " in"
+		if s.CacheReadTokens > 0 {
+			t += " (" + strconv.FormatInt(s.CacheReadTokens, 10) + " cached)"
+		}
+		t += " / " + strconv.FormatInt(s.OutputTokens, 10) + " out tokens"
+		if s.ReasoningTokens > 0 {
+			t += " (" + strconv.FormatInt(s.ReasoningTokens, 10) + " reasoning)"
+		}
+		parts = append(parts, t)
+	}
+	if s.Turns > 0 {
+		parts = append(parts, strconv.FormatInt(s.Turns, 10)+" turns")
+	}
+	if s.CostUSD > 0 {
+		parts = append(parts, "$"+strconv.FormatFloat(s.CostUSD, 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Failure is the payload of a failure node: a step that moved nothing.
@@ -182,7 +266,18 @@ func (m *Mark) Payload() map[string]any {
 	return p
 }
 
-// Payload returns the detail node's payload as plain JSON values.
+// Node returns the detail as a node: a detail-session node
+// ([cas.DetailSessionSchema], format version 2: putting it moves a
+// version-1 store to version 2) when it has a Session, else a detail node.
+func (d *Detail) Node() cas.Node {
+	if d.Session != nil {
+		return cas.Node{Type: cas.DetailSessionSchema, Payload: d.Payload()}
+	}
+	return cas.Node{Type: cas.DetailSchema, Payload: d.Payload()}
+}
+
+// Payload returns the detail's payload as plain JSON values: a
+// detail-session node's when it has a Session, else a detail node's.
 func (d *Detail) Payload() map[string]any {
 	p := map[string]any{
 		"prompt": d.Prompt.String(), "raw": d.Raw.String(), "edgePrompt": d.EdgePrompt,
@@ -190,6 +285,9 @@ func (d *Detail) Payload() map[string]any {
 	}
 	if !d.Stderr.IsZero() {
 		p["stderr"] = d.Stderr.String()
+	}
+	if d.Session != nil {
+		p["session"] = d.Session.Payload()
 	}
 	return p
 }
@@ -314,14 +412,37 @@ func DecodeNode(h cas.Hash, n cas.Node) (*Node, error) {
 	return out, nil
 }
 
-// DecodeDetail decodes a detail node's payload.
+// DecodeDetail decodes the record of one agent run: a detail node's
+// payload, or a detail-session node's (whose session fills in
+// Detail.Session). The error wraps [cas.ErrInvalid] for a node of any
+// other type.
 func DecodeDetail(n cas.Node) (*Detail, error) {
-	if n.Type != cas.DetailSchema {
+	if n.Type != cas.DetailSchema && n.Type != cas.DetailSessionSchema {
 		return nil, fmt.Errorf("%w: not a detail node (type %s)", cas.ErrInvalid, n.Type)
 	}
 	f := newFields(n.Payload)
 	d := &Detail{Prompt: f.hash("prompt"), Raw: f.hash("raw"), Stderr: f.hash("stderr"), EdgePrompt: f.str("edgePrompt"),
 		Attempts: f.hashes("attempts"), ExitCode: int(f.int("exitCode")), DurationMs: f.int("durationMs")}
+	if n.Type == cas.DetailSessionSchema && f.err == nil {
+		sm, ok := f.m["session"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: field \"session\" is not an object", cas.ErrInvalid)
+		}
+		sf := newFields(sm)
+		d.Session = &Session{Tool: sf.str("tool"), ID: sf.str("id"), Model: sf.str("model"),
+			InputTokens: sf.int("inputTokens"), OutputTokens: sf.int("outputTokens"), CacheReadTokens: sf.int("cacheReadTokens"),
+			CacheWriteTokens: sf.int("cacheWriteTokens"), ReasoningTokens: sf.int("reasoningTokens"), Turns: sf.int("turns")}
+		if v, ok := sm["costUSD"]; ok {
+			c, ok := v.(float64)
+			if !ok || c < 0 {
+				sf.fail("costUSD", "a non-negative number")
+			}
+			d.Session.CostUSD = c
+		}
+		if sf.err != nil {
+			return nil, fmt.Errorf("session: %w", sf.err)
+		}
+	}
 	return d, f.err
 }
 

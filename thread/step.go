@@ -657,7 +657,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		return nil, e.recordFailure(ctx, id, head.Hash, d.Role, ag.Name(), nodes, det, failErr, opts, head.Depth()+1, completed.Sub(started))
 	}
 	if out.Suspend {
-		hs, err := e.repo.PutNodes(ctx, append(nodes, cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}))
+		hs, err := e.repo.PutNodes(ctx, append(nodes, det.Node()))
 		if err != nil {
 			return nil, fmt.Errorf("thread %s: store the run: %w", id, err)
 		}
@@ -673,7 +673,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	if err != nil {
 		return nil, err
 	}
-	detNode := cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}
+	detNode := det.Node()
 	detHash, err := detNode.Hash()
 	if err != nil {
 		return nil, err
@@ -720,6 +720,11 @@ func maskResult(m *secret.Masker, res *agent.Result) *agent.Result {
 	}
 	c := *res
 	c.Raw, c.Stderr = m.String(res.Raw), m.String(res.Stderr)
+	if res.Session != nil {
+		s := *res.Session
+		s.Tool, s.ID, s.Model = m.String(s.Tool), m.String(s.ID), m.String(s.Model)
+		c.Session = &s
+	}
 	if res.RawCut {
 		kept, n := m.TrimCutEnd(res.Raw)
 		c.Raw = m.String(kept)
@@ -756,7 +761,7 @@ func (e *Engine) detailNodes(prompt string, res *agent.Result, attempts []string
 		}
 		return h, err
 	}
-	det := &Detail{EdgePrompt: edgePrompt, ExitCode: res.ExitCode, DurationMs: took.Milliseconds()}
+	det := &Detail{EdgePrompt: edgePrompt, ExitCode: res.ExitCode, DurationMs: took.Milliseconds(), Session: sessionOf(res.Session)}
 	var err error
 	if det.Prompt, err = content(prompt); err != nil {
 		return nil, nil, err
@@ -783,8 +788,7 @@ func (e *Engine) detailNodes(prompt string, res *agent.Result, attempts []string
 // recordFailure stores the failed run and moves failures/<id> to a failure
 // node; it returns the *StepError to report.
 func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, role, agentName string, nodes []cas.Node, det *Detail, cause error, opts *RunOptions, depth int, took time.Duration) error {
-	detNode := cas.Node{Type: cas.DetailSchema, Payload: det.Payload()}
-	nodes = append(nodes, detNode)
+	nodes = append(nodes, det.Node())
 	hs, err := e.repo.PutNodes(ctx, nodes)
 	if err != nil {
 		return fmt.Errorf("thread %s: %w; and recording the failure failed: %w", id, cause, err)

@@ -29,8 +29,9 @@ password (any case), and every agents.<a>.env value, are printed as ********.`,
 			{
 				Name:  "list",
 				Usage: "print every setting",
-				Description: `Prints "<path> = <value>" per setting, sorted (lists as [a, b]); with --json,
-[{"path","value"}].`,
+				Description: `Prints "<path> = <value>" per setting, sorted (lists as [a, b]); an agent's
+experimental preset is followed by "  # experimental preset: ...". With --json,
+[{"path","value","note"?}].`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
 						return err
@@ -119,16 +120,21 @@ func runConfigList(w io.Writer, s *session) error {
 		type kv struct {
 			Path  string `json:"path"`
 			Value any    `json:"value"`
+			Note  string `json:"note,omitempty"`
 		}
 		out := []kv{}
 		for _, e := range kvs {
-			out = append(out, kv{e.Path, e.Value})
+			out = append(out, kv{e.Path, e.Value, e.Note})
 		}
 		return writeJSON(w, out)
 	}
 	bw := bufio.NewWriter(w)
 	for _, e := range kvs {
-		fmt.Fprintf(bw, "%s = %s\n", e.Path, settingText(e.Value))
+		fmt.Fprintf(bw, "%s = %s", e.Path, settingText(e.Value))
+		if e.Note != "" {
+			fmt.Fprintf(bw, "  # %s", e.Note)
+		}
+		fmt.Fprintln(bw)
 	}
 	return bw.Flush()
 }

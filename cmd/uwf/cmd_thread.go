@@ -727,11 +727,52 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		fmt.Fprintf(bw, "origin:   started at %s\n", o.Node)
 	}
 	fmt.Fprintf(bw, "prompt:   %s\n", oneLine(info.Prompt))
+	// The agent session of the last run: the head's (a step, or a
+	// suspension's detail), else, under a mark without one (done, killed),
+	// the step before it.
+	last := hn
+	if hn.Mark != nil && hn.Mark.Detail.IsZero() && !hn.Mark.Prev.IsZero() {
+		if pn, err := e.Node(ctx, hn.Mark.Prev); err == nil && pn.Step != nil {
+			last = pn
+		}
+	}
+	var lastDetail cas.Hash
+	switch {
+	case last.Step != nil:
+		lastDetail = last.Step.Detail
+	case last.Mark != nil:
+		lastDetail = last.Mark.Detail
+	}
+	if sum := sessionSummary(ctx, repo, lastDetail); sum != "" {
+		fmt.Fprintf(bw, "session:  %s (depth %d)\n", sum, last.Depth())
+	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
 			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(f.Error), info.FailureHash, f.Detail)
+		if sum := sessionSummary(ctx, repo, f.Detail); sum != "" {
+			fmt.Fprintf(bw, "failure session: %s\n", sum)
+		}
 	}
 	return bw.Flush()
+}
+
+// sessionSummary returns the one-line summary of the agent session that
+// the detail node at h records, or "" when there is none (no detail, a
+// detail without a session, or one that cannot be read: thread show then
+// shows the rest).
+func sessionSummary(ctx context.Context, repo *cas.Repo, h cas.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	n, err := repo.Get(ctx, h)
+	if err != nil {
+		return ""
+	}
+	d, err := thread.DecodeDetail(n)
+	if err != nil || d.Session == nil {
+		return ""
+	}
+	return oneLine(d.Session.Summary())
 }
 
 func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.ListOptions) error {
@@ -1056,6 +1097,9 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip), plural(len(st.Skip)))
 	fmt.Fprintf(bw, "started:   %s\ncompleted: %s (%dms)\nexit code: %d\n",
 		time.UnixMilli(st.StartedAt).UTC().Format(time.RFC3339Nano), time.UnixMilli(st.CompletedAt).UTC().Format(time.RFC3339Nano), d.DurationMs, d.ExitCode)
+	if d.Session != nil {
+		fmt.Fprintf(bw, "session:   %s\n", oneLine(d.Session.Summary()))
+	}
 	section := func(title, body string) {
 		fmt.Fprintf(bw, "\n## %s\n\n%s\n", title, strings.TrimRight(body, "\n"))
 	}

@@ -947,7 +947,8 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 	e := s.engine(repo)
 	var wf cas.Hash
 	if wfArg != "" {
-		res, err := e.Registry().Resolve(ctx, wfArg)
+		// A what-if question: a file's workflow is stored, not registered.
+		res, err := e.Registry().ResolveUnregistered(ctx, wfArg)
 		if err != nil {
 			return err
 		}

@@ -112,7 +112,11 @@ func TestThreadGolden(t *testing.T) {
 	if r.code != 1 || r.stderr != "" {
 		t.Errorf("replay with a changed graph: %v\nwant exit 1 and nothing on stderr", r)
 	}
-	tr.run("", "thread", "replay", "--json", t4, "--workflow", "review-replan")
+	tr.run("", "thread", "replay", "--json", t4, "--workflow", "replan.yaml")
+	// A replay against a file is a what-if: it registers nothing.
+	if r := e.run("", "workflow", "show", "review-replan"); r.code != 3 {
+		t.Errorf("replay --workflow replan.yaml registered review-replan: %v", r)
+	}
 	e.write("strict.yaml", strings.NewReplacer(
 		"name: review-loop", "name: review-strict",
 		"comments: { type: string }", "comments: { type: string, maxLength: 10 }",

@@ -192,11 +192,11 @@ func TestAgentFailures(t *testing.T) {
 	e.write("review-loop.yaml", reviewLoop)
 	e.ok("", "workflow", "put", "review-loop.yaml")
 	scripts := map[string]string{
-		"exit3":    e.script("exit3.sh", "cat >/dev/null\necho partial output\necho it broke >&2\nexit 3\n"),
-		"slow":     e.script("slow.sh", "cat >/dev/null\nsleep 5\n"),
-		"prose":    e.script("prose.sh", "cat >/dev/null\necho \"I did it (attempt $UWF_ATTEMPT).\"\n"),
-		"badtype":  e.script("badtype.sh", "cat > \"$PROMPTS/prompt-$UWF_ATTEMPT.txt\"\nprintf -- '---\\nstatus: done\\nsteps: %s\\n---\\n' \"$UWF_ATTEMPT\"\n"),
-		"status":   e.script("status.sh", "cat >/dev/null\nprintf -- '---\\nstatus: finished\\nsteps: [a]\\n---\\n'\n"),
+		"exit3":     e.script("exit3.sh", "cat >/dev/null\necho partial output\necho it broke >&2\nexit 3\n"),
+		"slow":      e.script("slow.sh", "cat >/dev/null\nsleep 5\n"),
+		"prose":     e.script("prose.sh", "cat >/dev/null\necho \"I did it (attempt $UWF_ATTEMPT).\"\n"),
+		"badtype":   e.script("badtype.sh", "cat > \"$PROMPTS/prompt-$UWF_ATTEMPT.txt\"\nprintf -- '---\\nstatus: done\\nsteps: %s\\n---\\n' \"$UWF_ATTEMPT\"\n"),
+		"status":    e.script("status.sh", "cat >/dev/null\nprintf -- '---\\nstatus: finished\\nsteps: [a]\\n---\\n'\n"),
 		"badreason": e.script("badreason.sh", "cat >/dev/null\nprintf -- '---\\nstatus: $SUSPEND\\nreason: [a, b]\\n---\\n'\n"),
 	}
 	var cfg strings.Builder

@@ -48,8 +48,12 @@ func threadCommand() *cli.Command {
 				ArgsUsage: "<workflow> -p <prompt>",
 				Description: `The workflow is a file (validated and registered first), a registered name,
 or a hash. Stores the start node, creates threads/<id> and prints the id.
---cwd sets the folder agents run in (default: the current one).`,
-				Flags: startFlags(),
+--cwd sets the folder agents run in (default: the current one).
+--key K starts at most one thread per key (for cron jobs and retried
+scripts): the thread is recorded under the ref keys/<K>; when K is taken,
+the thread started under it is printed and nothing is started. rm of the
+thread frees K.`,
+				Flags: startFlags(&cli.StringFlag{Name: "key", Usage: "start once per key `K`: if a thread was started under K, print it and start nothing"}),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -468,6 +472,9 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if !c.IsSet("prompt") {
 		return usageErrorf(s.cmd, "-p <prompt> is required")
 	}
+	if c.IsSet("key") && thread.ValidateKey(c.String("key")) != nil {
+		return usageErrorf(s.cmd, "invalid --key %q: want 1-195 characters of '/'-separated segments, each a letter or digit then letters, digits, '.', '_' or '-'", c.String("key"))
+	}
 	prompt, err := promptArg(c, s)
 	if err != nil {
 		return err
@@ -502,6 +509,9 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if err != nil {
 		return err
 	}
+	if !run && c.IsSet("key") {
+		return runThreadStartKeyed(ctx, w, s, e, c.String("key"), res.Hash, prompt, cwd)
+	}
 	if !run {
 		id, head, err := e.Start(ctx, res.Hash, prompt, cwd)
 		if err != nil {
@@ -518,6 +528,35 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		return err
 	}
 	return limitOutcome(id, rs)
+}
+
+// runThreadStartKeyed is thread start --key: the thread started under
+// key, started now or found.
+func runThreadStartKeyed(ctx context.Context, w io.Writer, s *session, e *thread.Engine, key string, wf cas.Hash, prompt, cwd string) error {
+	id, head, existing, err := e.StartKeyed(ctx, key, wf, prompt, cwd)
+	if err != nil {
+		return err
+	}
+	out := thread.StartJSON{Thread: id, Head: head, Workflow: wf, Key: key}
+	if existing != nil {
+		out.Existing = true
+		start, err := e.Node(ctx, existing.Start)
+		if err != nil {
+			return fmt.Errorf("thread %s, started under key %s: %w", id, key, err)
+		}
+		if start.Start != nil {
+			out.Workflow = start.Start.Workflow
+		}
+		if !s.json { // --json says it with "existing"
+			s.warnf("key %s is taken: thread %s was started under it at %s; nothing started",
+				key, id, time.UnixMilli(existing.At).UTC().Format(time.RFC3339))
+		}
+	}
+	if s.json {
+		return writeJSON(w, out)
+	}
+	_, err = fmt.Fprintln(w, id)
+	return err
 }
 
 // stepLimitError is a thread that stopped at its step limit: it is

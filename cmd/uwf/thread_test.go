@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -503,4 +504,56 @@ func TestLimitsGolden(t *testing.T) {
 	tr.run("", "thread", "run", "short", "-p", "Add a --json flag", "--agent", "nope", "--cwd", "/")
 	tr.run("", "thread", "list")
 	golden(t, "limits.txt", tr.b.String())
+}
+
+// TestThreadStartKey: thread start --key starts one thread per key, prints
+// the existing one when the key is taken (saying so on stderr), and rm
+// frees the key; a store never given a key stays at format version 1.
+func TestThreadStartKey(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.ok("", "thread", "start", "review-loop.yaml", "-p", "no key")
+	formatFile := filepath.Join(e.home, "store", "FORMAT")
+	if b, err := os.ReadFile(formatFile); err != nil || !strings.HasPrefix(string(b), "uwf store 1\n") {
+		t.Fatalf("FORMAT before any key = %q, %v; want version 1", b, err)
+	}
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "nightly", "--key", "nightly/2026-11-25"))
+	if b, err := os.ReadFile(formatFile); err != nil || !strings.HasPrefix(string(b), "uwf store 2\n") {
+		t.Errorf("FORMAT after a key = %q, %v; want version 2", b, err)
+	}
+	r := e.run("", "thread", "start", "review-loop", "-p", "nightly again", "--key", "nightly/2026-11-25")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != id || !strings.Contains(r.stderr, "uwf: key nightly/2026-11-25 is taken: thread "+id+" was started under it at ") {
+		t.Errorf("thread start with a taken key: %v\nwant %s on stdout and a note on stderr", r, id)
+	}
+	var js struct {
+		Thread, Head, Workflow, Key string
+		Existing                    bool
+	}
+	e.okJSON(&js, "thread", "start", "review-loop", "-p", "x", "--key", "nightly/2026-11-25")
+	if js.Thread != id || !js.Existing || js.Key != "nightly/2026-11-25" || js.Workflow == "" {
+		t.Errorf("thread start --json with a taken key = %+v", js)
+	}
+	var list []struct{ ID string }
+	e.okJSON(&list, "thread", "list")
+	if len(list) != 2 {
+		t.Errorf("thread list: %d threads, want 2", len(list))
+	}
+	if refs := e.ok("", "cas", "ref", "list", "keys/"); !strings.HasSuffix(refs, " keys/nightly/2026-11-25\n") {
+		t.Errorf("cas ref list keys/ = %q", refs)
+	}
+	e.ok("", "thread", "rm", id)
+	if refs := e.ok("", "cas", "ref", "list", "keys/"); refs != "" {
+		t.Errorf("after rm, cas ref list keys/ = %q, want nothing", refs)
+	}
+	if id2 := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "n", "--key", "nightly/2026-11-25")); id2 == id {
+		t.Errorf("after rm the key still gives %s", id)
+	}
+	for _, bad := range []string{"", "a b", "/x", "x/", "-x"} {
+		if r := e.run("", "thread", "start", "review-loop", "-p", "n", "--key", bad); r.code != 2 || !strings.Contains(r.stderr, "invalid --key") {
+			t.Errorf("--key %q: %v, want a usage error", bad, r)
+		}
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck: %q", out)
+	}
 }

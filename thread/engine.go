@@ -593,6 +593,10 @@ type ListOptions struct {
 	// Before keeps only threads whose id sorts before it (older ones): the
 	// id of the last thread of a page gives the next page.
 	Before string
+	// Since keeps only threads created at or after it (the time in their
+	// ULID); zero for all. The listing stops at the first older thread,
+	// reading none of the older ones.
+	Since  time.Time
 	Limit  int // at most this many; 0 for all
 	Offset int // skip this many (after filtering)
 }
@@ -632,6 +636,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		id := strings.TrimPrefix(r.Name, ThreadPrefix)
 		if opts.Before != "" && id >= opts.Before {
 			continue
+		}
+		if u, err := ulid.ParseStrict(id); err == nil && !opts.Since.IsZero() && ulid.Time(u.Time()).Before(opts.Since) {
+			break // newest first: every later one is older still
 		}
 		if !filtered && skipped < opts.Offset {
 			skipped++

@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	}
 
 	label("uwf thread list")
-	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}); err != nil {
+	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}, true); err != nil {
 		return err
 	}
 

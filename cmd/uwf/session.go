@@ -163,6 +163,15 @@ func (s *session) config() (*config.Config, error) {
 	return cfg, nil
 }
 
+// clock is the session's time now: its fixed clock in tests, else the
+// real one.
+func (s *session) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
 // engine returns the thread engine over repo, with the session's clock and
 // thread ID maker.
 func (s *session) engine(repo *cas.Repo) *thread.Engine {

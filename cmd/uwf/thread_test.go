@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uncaged/uwf/thread"
 )
 
 // stepsOf returns the chain of a thread as "thread steps" lists it: one
@@ -555,5 +557,120 @@ func TestThreadStartKey(t *testing.T) {
 	}
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Errorf("fsck: %q", out)
+	}
+}
+
+// TestThreadListFilters: --workflow (a name or a hash, any case) and
+// --since (a duration, a date, a time) keep the threads they name; bad
+// values are usage errors.
+func TestThreadListFilters(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.write("other.yaml", strings.Replace(reviewLoop, "name: review-loop", "name: other", 1))
+	a := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "a"))
+	b := strings.TrimSpace(e.ok("", "thread", "start", "other.yaml", "-p", "b"))
+	var sb struct{ Workflow string }
+	e.okJSON(&sb, "thread", "show", b)
+	ids := func(args ...string) []string {
+		var list []struct{ ID string }
+		e.okJSON(&list, append([]string{"thread", "list"}, args...)...)
+		var out []string
+		for _, l := range list {
+			out = append(out, l.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{b, a}},
+		{[]string{"--workflow", "review-loop"}, []string{a}},
+		{[]string{"--workflow", strings.ToLower(sb.Workflow)}, []string{b}},
+		{[]string{"--workflow", "nothing-by-that-name"}, nil},
+		{[]string{"--since", "1h"}, []string{b, a}},
+		{[]string{"--since", "0s"}, []string{b, a}}, // the clock is fixed: both were made now
+		{[]string{"--since", "2025-01-02T03:04:06Z"}, nil},
+		{[]string{"--since", "2025-01-02"}, []string{b, a}}, // the test clock's day
+		{[]string{"--since", "2025-01-03"}, nil},
+		{[]string{"--since", "2025-01-02T03:04:05Z", "--workflow", "other"}, []string{b}},
+	} {
+		if got := ids(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("thread list %q = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"--since", "yesterday"}, {"--since", "-1h"}, {"--since", ""}, {"--workflow", "a b"},
+	} {
+		if r := e.run("", append([]string{"thread", "list"}, args...)...); r.code != 2 || !strings.Contains(r.stderr, "invalid "+args[0]) {
+			t.Errorf("thread list %q: %v, want a usage error naming %s", args, r, args[0])
+		}
+	}
+}
+
+// TestThreadTable checks thread list's table for a terminal: a header,
+// aligned columns, ages, prompts cut to one line, and a note when more
+// threads were left out.
+func TestThreadTable(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	infos := []*thread.Info{
+		{ID: "01JGJFGR4E0000000000000002", Status: "active", Depth: 3, WorkflowName: "review-loop", Created: now.Add(-90 * time.Second), Prompt: "\n  Add a --json flag\nto the report\n"},
+		{ID: "01JGJFGR4E0000000000000001", Status: "done", Depth: 12, WorkflowName: "develop", Created: now.Add(-40 * 24 * time.Hour), Prompt: strings.Repeat("long prompt ", 10)},
+	}
+	var b strings.Builder
+	if err := printThreadTable(&b, infos, true, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `THREAD                      STATUS  DEPTH  WORKFLOW     AGE         PROMPT
+01JGJFGR4E0000000000000002  active  3      review-loop  1m ago      Add a --json flag
+01JGJFGR4E0000000000000001  done    12     develop      2026-10-16  long prompt long prompt long prompt long prompt…
+(the newest 20; --limit 0 lists all, --json or a pipe gives one line per thread)
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	printThreadTable(&b, nil, false, now)
+	if !strings.HasSuffix(b.String(), "(no threads)\n") {
+		t.Errorf("empty table: %q", b.String())
+	}
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "just now"}, {59 * time.Second, "just now"}, {time.Minute, "1m ago"}, {59 * time.Minute, "59m ago"},
+		{time.Hour, "1h ago"}, {47 * time.Hour, "47h ago"}, {48 * time.Hour, "2d ago"}, {31 * 24 * time.Hour, "2026-10-25"},
+	} {
+		if got := age(now, now.Add(-tc.ago)); got != tc.want {
+			t.Errorf("age(%v) = %q, want %q", tc.ago, got, tc.want)
+		}
+	}
+}
+
+// TestParseSince is thread list --since's reading of durations, dates and
+// times.
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"90m", now.Add(-90 * time.Minute), true},
+		{"24h", now.Add(-24 * time.Hour), true},
+		{"7d", now.Add(-7 * 24 * time.Hour), true},
+		{"0d", now, true},
+		{"2026-11-20", time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), true},
+		{"2026-11-20T06:30:00+01:00", time.Date(2026, 11, 20, 5, 30, 0, 0, time.UTC), true},
+		{"-1h", time.Time{}, false},
+		{"-1d", time.Time{}, false},
+		{"d", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-13-01", time.Time{}, false},
+	} {
+		got, err := parseSince(tc.in, now)
+		if (err == nil) != tc.ok || tc.ok && !got.Equal(tc.want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
 	}
 }

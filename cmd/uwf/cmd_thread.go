@@ -722,7 +722,7 @@ func (p *progressPrinter) event(ev thread.Event) {
 	case thread.EventStep:
 		fmt.Fprintf(p.w, "%d %s (%s) %s -> %s %s\n", ev.Depth, ev.Role, ev.Agent, ev.Status, ev.Head, elapsed)
 	case thread.EventRetry:
-		fmt.Fprintf(p.w, "%d %s (%s) retry: %s\n", ev.Depth, ev.Role, ev.Agent, oneLine(ev.Error))
+		fmt.Fprintf(p.w, "%d %s (%s) retry: %s\n", ev.Depth, ev.Role, ev.Agent, oneLine(userMessage(ev.Error)))
 	case thread.EventDone:
 		fmt.Fprintf(p.w, "%d done: %s\n", ev.Depth, oneLine(ev.Reason))
 	case thread.EventSuspended:
@@ -793,7 +793,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	fmt.Fprintf(bw, "prompt:   %s\n", oneLine(info.Prompt))
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
-			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(f.Error), info.FailureHash, f.Detail)
+			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(userMessage(f.Error)), info.FailureHash, f.Detail)
 	}
 	return bw.Flush()
 }
@@ -1064,9 +1064,9 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 		case d == nil:
 			fmt.Fprintln(w, "no divergence: routing reaches every recorded step")
 		case d.Invalid:
-			fmt.Fprintf(w, "diverges at depth %d: the recorded %s output no longer fits its schema: %s\n", d.Depth, d.Old, oneLine(d.Error))
+			fmt.Fprintf(w, "diverges at depth %d: the recorded %s output no longer fits its schema: %s\n", d.Depth, d.Old, oneLine(userMessage(d.Error)))
 		case d.Error != "":
-			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) routing fails: %s (recorded: %s)\n", d.Depth, d.From, d.Status, oneLine(d.Error), d.Old)
+			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) routing fails: %s (recorded: %s)\n", d.Depth, d.From, d.Status, oneLine(userMessage(d.Error)), d.Old)
 		default:
 			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) the old target was %s, the new one is %s\n", d.Depth, d.From, d.Status, d.Old, d.New)
 		}

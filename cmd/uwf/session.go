@@ -74,7 +74,7 @@ func newSession(c *cli.Context) (*session, error) {
 func (s *session) warnf(format string, args ...any) {
 	if s.stderr != nil {
 		// One Write, so the masker sees the whole line.
-		io.WriteString(s.mask.Writer(s.stderr), "uwf: "+fmt.Sprintf(format, args...)+"\n")
+		io.WriteString(s.mask.Writer(s.stderr), "uwf: "+userMessage(fmt.Sprintf(format, args...))+"\n")
 	}
 }
 

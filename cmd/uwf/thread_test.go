@@ -454,7 +454,7 @@ func TestUnknownAgentRefused(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--agent", "nope"}, 3, `uwf: agent "nope" (from --agent): unknown agent: cas: not found: it is neither configured nor built in (configured: none; built-in: human, llm, replay:<thread>, synth)`},
+		{[]string{"--agent", "nope"}, 3, `uwf: agent "nope" (from --agent): unknown agent: it is neither configured nor built in (configured: none; built-in: human, llm, replay:<thread>, synth)`},
 		{[]string{"--agent", "replay:01JGKZZZZZZZZZZZZZZZZZZZZZ"}, 3, "uwf: agent replay:01JGKZZZZZZZZZZZZZZZZZZZZZ: thread 01JGKZZZZZZZZZZZZZZZZZZZZZ"},
 		{[]string{"--agent", "llm"}, 1, "no model configured"},
 		{nil, 1, "no agent configured for role"},

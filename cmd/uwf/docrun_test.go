@@ -149,9 +149,6 @@ func TestDocBlocks(t *testing.T) {
 // docs/CLI.md (which no golden file checks) fail the test, naming the file
 // and line.
 func TestDocCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the doc commands run a few dozen uwf processes")
-	}
 	root, files := docFiles(t)
 	bin := t.TempDir()
 	self, err := os.Executable()

@@ -1215,6 +1215,9 @@ func firstLine(s string, n int) string {
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			if n > 100_000 { // past what a time.Duration holds (about 106,751 days)
+				return time.Time{}, fmt.Errorf("at most 100000d")
+			}
 			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
 		}
 	}

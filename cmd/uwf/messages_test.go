@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // internalWord matches what a user-facing message must not hold: a
@@ -91,4 +92,41 @@ func TestUserMessage(t *testing.T) {
 			t.Errorf("userMessage(%q) =\n%q\nwant\n%q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// FuzzUserMessage: rewriting any message leaves none of the sentinels'
+// texts in it, and rewriting it again changes nothing.
+func FuzzUserMessage(f *testing.F) {
+	for _, s := range []string{
+		"thread X: cas: not found", "a: cas: not found: b", "cas: not found", ": cas: not found",
+		"get 0000000000001: cas: not found", "x: extract: cas: invalid: y", "cas: cas: not found",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := userMessage(msg)
+		for _, w := range internalWords {
+			if strings.Contains(got, w.text) {
+				t.Fatalf("userMessage(%q) = %q: still holds %q", msg, got, w.text)
+			}
+		}
+		if again := userMessage(got); again != got {
+			t.Fatalf("userMessage(%q) = %q, and again %q", msg, got, again)
+		}
+	})
+}
+
+// FuzzParseSince: --since never panics, and a value it takes as a
+// duration or a day count is not after now.
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"90m", "7d", "2026-11-25", "2026-11-25T06:00:00Z", "-1h", "d", "9999999999d"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSince(s, now)
+		if err == nil && !strings.Contains(s, "-") && !strings.Contains(s, ":") && got.After(now) {
+			t.Fatalf("parseSince(%q) = %v, after now", s, got)
+		}
+	})
 }

@@ -31,6 +31,11 @@ const (
 	DetailSchema Hash = 0xd9c3b19f6b7dc066
 	// FailureSchema (CXZRHPN6HPEZY) types the record of a failed step.
 	FailureSchema Hash = 0xceff11b54d1b3bfe
+
+	// ThreadKeySchema (4YC1J8GWA621V) types a start key: the thread that
+	// "uwf thread start --key" started under keys/<key>. A format version 2
+	// kind: the first key node moves a store to version 2.
+	ThreadKeySchema Hash = 0x4f30324438a3083b
 )
 
 // Built-in schemas of format version 2 (see [versionTwo]).
@@ -84,6 +89,7 @@ var versionTwo = []struct {
 	h    Hash
 }{
 	{"detail-session", DetailSessionSchema},
+	{"thread-key", ThreadKeySchema},
 }
 
 // loadBuiltins encodes the embedded schema files as nodes and checks them

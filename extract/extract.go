@@ -24,6 +24,10 @@ const (
 // Suspend is the status an agent outputs to ask for a human (SPEC §5).
 const Suspend = "$SUSPEND"
 
+// NoReason is the reason of a $SUSPEND answer that gave none (no reason
+// field, null or blank): the agent meant to stop, so it is accepted.
+const NoReason = "the agent asked for a human without giving a reason"
+
 // Output is a structured output: what an agent's raw output means.
 type Output struct {
 	Value   any    // the frontmatter as plain JSON values, valid against the schema; nil when Suspend
@@ -45,10 +49,11 @@ type JSONExtractor interface {
 // The fast path splits off the frontmatter ([Split]), parses it as YAML
 // (which must be a mapping; an empty block is an empty mapping), recognises
 // $SUSPEND before the role schema is applied ({status: $SUSPEND, reason:
-// <non-empty string>}; other fields are ignored), then validates the
+// <string>}; other fields are ignored; a missing or blank reason becomes
+// [NoReason]), then validates the
 // mapping against schema (nil accepts any mapping). When the fast path
-// fails (no frontmatter, bad YAML, schema violations; not a $SUSPEND without
-// a reason) and llm is not nil, the LLM is asked for the JSON instead, which
+// fails (no frontmatter, bad YAML, schema violations; not a $SUSPEND whose
+// reason is not a string) and llm is not nil, the LLM is asked for the JSON instead, which
 // is parsed and validated in turn and, if valid, returned with Via
 // [ViaLLM].
 //
@@ -125,12 +130,15 @@ func fast(raw string, schema *cas.Schema) (*Output, string, *fastError) {
 		return nil, body, &fastError{err: &Error{Err: ErrBadFrontmatter, Reason: "the frontmatter is " + kind(v) + ", not a mapping of fields", Line: line}}
 	}
 	if m["status"] == Suspend {
-		reason, _ := m["reason"].(string)
-		if strings.TrimSpace(reason) == "" {
+		reason, ok := m["reason"].(string)
+		if !ok && m["reason"] != nil {
 			return nil, body, &fastError{final: true, err: &Error{
-				Err: ErrInvalidOutput, Reason: "a $SUSPEND answer needs a reason",
-				Violations: []cas.Violation{{Path: "/reason", SchemaPath: "$SUSPEND", Message: "a non-empty reason string is required, saying what you need from a human", Value: m["reason"]}},
+				Err: ErrInvalidOutput, Reason: "a $SUSPEND answer's reason must be text",
+				Violations: []cas.Violation{{Path: "/reason", SchemaPath: "$SUSPEND", Message: "the reason must be a string saying what you need from a human, got " + kind(m["reason"]), Value: m["reason"]}},
 			}}
+		}
+		if strings.TrimSpace(reason) == "" {
+			reason = NoReason
 		}
 		return &Output{Body: body, Suspend: true, Reason: reason, Via: ViaFrontmatter}, body, nil
 	}

@@ -145,19 +145,30 @@ func TestExtractSuspend(t *testing.T) {
 		t.Errorf("Extract($SUSPEND) = %+v", out)
 	}
 
+	// Without a reason (none, null, blank) the answer is accepted.
 	for _, raw := range []string{
-		"---\nstatus: $SUSPEND\n---\n",
-		"---\nstatus: $SUSPEND\nreason: '  '\n---\n",
+		"---\nstatus: $SUSPEND\n---\nstuck\n",
+		"---\nstatus: $SUSPEND\nreason:\n---\nstuck\n",
+		"---\nstatus: $SUSPEND\nreason: '  '\n---\nstuck\n",
+	} {
+		out, err := extract.Extract(t.Context(), raw, reviewer, llm)
+		if err != nil || !out.Suspend || out.Reason != extract.NoReason || out.Value != nil || out.Body != "stuck\n" {
+			t.Errorf("Extract(%q) = %+v, %v; want a $SUSPEND with reason %q", raw, out, err, extract.NoReason)
+		}
+	}
+	// A reason that is not text is a final error.
+	for _, raw := range []string{
 		"---\nstatus: $SUSPEND\nreason: [a, b]\n---\n",
+		"---\nstatus: $SUSPEND\nreason: 3\n---\n",
 	} {
 		_, err := extract.Extract(t.Context(), raw, reviewer, llm)
 		e := asError(t, err, extract.ErrInvalidOutput)
-		if e.Reason != "a $SUSPEND answer needs a reason" || len(e.Violations) != 1 || e.Violations[0].Path != "/reason" {
+		if e.Reason != "a $SUSPEND answer's reason must be text" || len(e.Violations) != 1 || e.Violations[0].Path != "/reason" {
 			t.Errorf("Extract(%q) error = %+v", raw, e)
 		}
 	}
 	if n := llm.calls.Load(); n != 0 {
-		t.Errorf("the LLM was asked %d times about a $SUSPEND without a reason, want never", n)
+		t.Errorf("the LLM was asked %d times about a $SUSPEND, want never", n)
 	}
 }
 
@@ -319,7 +330,7 @@ func TestCorrectionPromptGolden(t *testing.T) {
 		{"no closing fence", "---\nstatus: approved\n", reviewer},
 		{"bad YAML", "---\nstatus: approved\ncomments: a: b\n---\n", reviewer},
 		{"violations", "---\nstatus: finished\nsteps: []\neffort: 0\nnotes: x\n---\n", closed},
-		{"suspend without a reason", "---\nstatus: $SUSPEND\n---\n", reviewer},
+		{"suspend with a reason that is not text", "---\nstatus: $SUSPEND\nreason: [a]\n---\n", reviewer},
 	} {
 		_, err := extract.Extract(t.Context(), tc.raw, tc.schema, nil)
 		if err == nil {

@@ -274,6 +274,20 @@ type Resolved struct {
 // tried; a file that does not parse is a *[ValidationError]; a hash of a
 // node that is not a workflow wraps [cas.ErrInvalid].
 func (r *Registry) Resolve(ctx context.Context, arg string) (Resolved, error) {
+	return r.resolve(ctx, arg, true)
+}
+
+// ResolveUnregistered is [Registry.Resolve] for a what-if question (a
+// replay under a changed file): a file is parsed, validated and its nodes
+// stored, but workflows/<name> is left as it is, so the next thread started
+// by that name still gets the registered version. The stored nodes are
+// reached by no ref: GC reclaims them after its grace period unless a
+// thread comes to use them.
+func (r *Registry) ResolveUnregistered(ctx context.Context, arg string) (Resolved, error) {
+	return r.resolve(ctx, arg, false)
+}
+
+func (r *Registry) resolve(ctx context.Context, arg string, register bool) (Resolved, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.Mode().IsRegular() {
 		data, err := ReadFile(arg)
 		if err != nil {
@@ -282,6 +296,13 @@ func (r *Registry) Resolve(ctx context.Context, arg string) (Resolved, error) {
 		w, err := Parse(arg, data)
 		if err != nil {
 			return Resolved{}, err
+		}
+		if !register {
+			h, err := r.store(ctx, w)
+			if err != nil {
+				return Resolved{}, fmt.Errorf("workflow %s (from %s): %w", w.Name, arg, err)
+			}
+			return Resolved{Name: w.Name, Hash: h, Workflow: w, Source: "file"}, nil
 		}
 		res, err := r.Put(ctx, w)
 		if err != nil {

@@ -457,3 +457,57 @@ func TestListPastDamage(t *testing.T) {
 		t.Errorf("List = %+v, %v; want no entries (not nil) and both named", list, err)
 	}
 }
+
+// TestEdgesOrder: Edges lists a parsed workflow's graph in the order of its
+// file, and a stored one's in flow order (from $START, statuses as the
+// schema lists them).
+func TestEdgesOrder(t *testing.T) {
+	ctx := t.Context()
+	const file = `name: order
+roles:
+  zed:
+    frontmatter: {type: object, properties: {status: {enum: [retry, ok]}}, required: [status]}
+  alpha:
+    frontmatter: {type: object, properties: {status: {const: done}}, required: [status]}
+graph:
+  alpha:
+    done: { role: $END }
+  zed:
+    ok: { role: alpha }
+    retry: { role: zed }
+  $START: { new: { role: zed } }
+`
+	w := mustParse(t, "order.yaml", []byte(file))
+	edges := func(w *registry.Workflow) []string {
+		var out []string
+		for _, e := range w.Edges() {
+			out = append(out, e.From+" "+e.Status+" "+e.Role)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		w    func() *registry.Workflow
+		want []string
+	}{
+		{"parsed: file order", func() *registry.Workflow { return w }, []string{
+			"alpha done $END", "zed ok alpha", "zed retry zed", "$START new zed"}},
+		{"stored: flow order", func() *registry.Workflow {
+			st := cas.NewMemStore(nil)
+			repo, err := cas.Open(ctx, st, st.Refs(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := registry.New(repo)
+			s, err := reg.Show(ctx, mustPut(t, reg, w).Hash.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Workflow
+		}, []string{"$START new zed", "zed retry zed", "zed ok alpha", "alpha done $END"}},
+	} {
+		if got := edges(tc.w()); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Edges =\n%q\nwant\n%q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -98,3 +98,121 @@ func (w *Workflow) firstOf(ks ...posKey) position {
 	}
 	return position{}
 }
+
+// GraphEdge is one edge of a workflow's graph, as [Workflow.Edges] lists
+// them.
+type GraphEdge struct {
+	From   string // a role or [moderator.Start]
+	Status string
+	moderator.Edge
+}
+
+// Edges returns the edges of w's graph in the order of its file: the order
+// [Parse] read them in. A workflow read back from the store has no file
+// (its node is canonical JSON, which keeps no key order), so its edges come
+// in the order a workflow is written in: from $START, each role in the
+// order routing first reaches it, its statuses in the order its schema
+// lists them (then any others, sorted); roles routing never reaches come
+// last, sorted. The caller owns the returned slice.
+func (w *Workflow) Edges() []GraphEdge {
+	var out []GraphEdge
+	for _, from := range w.graphFroms() {
+		for _, st := range w.edgeStatuses(from) {
+			out = append(out, GraphEdge{From: from, Status: st, Edge: w.Graph[from][st]})
+		}
+	}
+	return out
+}
+
+// filePos is where k stands in w's file, if w was parsed from one.
+func (w *Workflow) filePos(k posKey) (position, bool) {
+	p, ok := w.pos[k]
+	return p, ok
+}
+
+// byFile sorts names by the file position key(name) gives, when every one
+// has a position; it reports whether it did.
+func (w *Workflow) byFile(names []string, key func(string) posKey) bool {
+	for _, n := range names {
+		if _, ok := w.filePos(key(n)); !ok {
+			return false
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		pa, _ := w.filePos(key(a))
+		pb, _ := w.filePos(key(b))
+		if pa.Line != pb.Line {
+			return pa.Line - pb.Line
+		}
+		return pa.Col - pb.Col
+	})
+	return true
+}
+
+// graphFroms returns the graph's from-roles in file or flow order.
+func (w *Workflow) graphFroms() []string {
+	froms := make([]string, 0, len(w.Graph))
+	for from := range w.Graph {
+		froms = append(froms, from)
+	}
+	slices.Sort(froms)
+	if w.byFile(froms, func(n string) posKey { return posKey{a: "graph", b: n} }) {
+		return froms
+	}
+	seen := map[string]bool{}
+	var order []string
+	queue := []string{moderator.Start}
+	for len(queue) > 0 {
+		from := queue[0]
+		queue = queue[1:]
+		if seen[from] {
+			continue
+		}
+		seen[from] = true
+		if _, ok := w.Graph[from]; !ok {
+			continue
+		}
+		order = append(order, from)
+		for _, st := range w.edgeStatuses(from) {
+			queue = append(queue, w.Graph[from][st].Role)
+		}
+	}
+	for _, from := range froms {
+		if !seen[from] {
+			order = append(order, from)
+		}
+	}
+	return order
+}
+
+// edgeStatuses returns the statuses of from's edges in file or schema
+// order.
+func (w *Workflow) edgeStatuses(from string) []string {
+	edges := w.Graph[from]
+	all := make([]string, 0, len(edges))
+	for st := range edges {
+		all = append(all, st)
+	}
+	slices.Sort(all)
+	if w.byFile(all, func(st string) posKey { return posKey{a: "graph", b: from, c: st} }) {
+		return all
+	}
+	var order []string
+	if from == moderator.Start {
+		order = append(order, all...) // $START's one status, "new"
+		return order
+	}
+	if r, ok := w.Roles[from]; ok && r != nil {
+		for _, st := range analyse(r.Frontmatter).Statuses {
+			if _, ok := edges[st]; ok && !slices.Contains(order, st) {
+				order = append(order, st)
+			}
+		}
+	}
+	for _, st := range all {
+		if !slices.Contains(order, st) {
+			order = append(order, st)
+		}
+	}
+	return order
+}

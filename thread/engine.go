@@ -374,7 +374,8 @@ func (e *Engine) ForkAt(ctx context.Context, id string, depth int) (string, cas.
 	return nid, n.Hash, err
 }
 
-// Remove deletes the thread's ref and its failures ref. Their logs keep
+// Remove deletes the thread's ref, its failures ref and its start key
+// (keys/<key>, if it was started under one: [Engine.StartKeyed]). Their logs keep
 // them for the log retention; then GC reclaims what only they reached. A
 // thread that keeps moving while Remove tries gives the last
 // *[ConflictError]; a thread that does not exist wraps [cas.ErrNotFound]
@@ -402,6 +403,11 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	}
 	if lastErr != nil {
 		return fmt.Errorf("remove thread %s: %w", id, lastErr)
+	}
+	// Its start key, if it has one, is free again (also after an rm that
+	// stopped before this).
+	if err := e.dropKey(ctx, id); err != nil {
+		return err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
 	switch {
@@ -587,6 +593,10 @@ type ListOptions struct {
 	// Before keeps only threads whose id sorts before it (older ones): the
 	// id of the last thread of a page gives the next page.
 	Before string
+	// Since keeps only threads created at or after it (the time in their
+	// ULID); zero for all. The listing stops at the first older thread,
+	// reading none of the older ones.
+	Since  time.Time
 	Limit  int // at most this many; 0 for all
 	Offset int // skip this many (after filtering)
 }
@@ -626,6 +636,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		id := strings.TrimPrefix(r.Name, ThreadPrefix)
 		if opts.Before != "" && id >= opts.Before {
 			continue
+		}
+		if u, err := ulid.ParseStrict(id); err == nil && !opts.Since.IsZero() && ulid.Time(u.Time()).Before(opts.Since) {
+			break // newest first: every later one is older still
 		}
 		if !filtered && skipped < opts.Offset {
 			skipped++

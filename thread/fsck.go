@@ -12,7 +12,8 @@ import (
 // FsckOptions returns the checks [cas.Repo.Fsck] runs for threads: the
 // chain invariants of every step and mark node (depth, prev, skip pointers,
 // a constant start) and that every thread head is a start, step or mark
-// node and every failures/ ref a failure node.
+// node, every failures/ ref a failure node and every keys/ ref a
+// thread-key node.
 func FsckOptions() *cas.FsckOptions {
 	return &cas.FsckOptions{
 		NodeChecks: []cas.NodeCheck{checkChain},
@@ -114,6 +115,8 @@ func checkHead(ctx context.Context, r *cas.Repo, name string, target cas.Hash) [
 		want, what = []cas.Hash{cas.StartSchema, cas.StepSchema, cas.MarkSchema}, "a start, step or mark node"
 	case strings.HasPrefix(name, FailurePrefix):
 		want, what = []cas.Hash{cas.FailureSchema}, "a failure node"
+	case strings.HasPrefix(name, KeyPrefix):
+		want, what = []cas.Hash{cas.ThreadKeySchema}, "a thread-key node"
 	default:
 		return nil
 	}

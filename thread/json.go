@@ -272,6 +272,8 @@ type StartJSON struct {
 	Thread   string   `json:"thread"`
 	Head     cas.Hash `json:"head"`
 	Workflow cas.Hash `json:"workflow"`
+	Key      string   `json:"key,omitempty"`      // the start key, with --key
+	Existing bool     `json:"existing,omitempty"` // the key was taken: the thread started under it
 }
 
 // ForkJSON is `thread fork --json`: the new thread and its head.

@@ -3,6 +3,9 @@ package thread_test
 import (
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/thread"
@@ -111,6 +114,10 @@ func TestListFilters(t *testing.T) {
 		{"before, limited", thread.ListOptions{Before: c, Limit: 1}, []string{b}},
 		{"before and a workflow", thread.ListOptions{Before: b, Workflow: "test"}, []string{a}},
 		{"before the oldest", thread.ListOptions{Before: a}, nil},
+		{"since b", thread.ListOptions{Since: ulid.Time(ulid.MustParse(b).Time())}, []string{c, b}},
+		{"since b, by name", thread.ListOptions{Since: ulid.Time(ulid.MustParse(b).Time()), Workflow: "test"}, []string{b}},
+		{"since after c", thread.ListOptions{Since: ulid.Time(ulid.MustParse(c).Time()).Add(time.Millisecond)}, nil},
+		{"since long ago", thread.ListOptions{Since: time.Unix(0, 0)}, []string{c, b, a}},
 	} {
 		if got := ids(k.opts); !equalStrings(got, k.want) {
 			t.Errorf("%s: %v, want %v", k.name, got, k.want)

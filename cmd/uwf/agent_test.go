@@ -192,12 +192,12 @@ func TestAgentFailures(t *testing.T) {
 	e.write("review-loop.yaml", reviewLoop)
 	e.ok("", "workflow", "put", "review-loop.yaml")
 	scripts := map[string]string{
-		"exit3":    e.script("exit3.sh", "cat >/dev/null\necho partial output\necho it broke >&2\nexit 3\n"),
-		"slow":     e.script("slow.sh", "cat >/dev/null\nsleep 5\n"),
-		"prose":    e.script("prose.sh", "cat >/dev/null\necho \"I did it (attempt $UWF_ATTEMPT).\"\n"),
-		"badtype":  e.script("badtype.sh", "cat > \"$PROMPTS/prompt-$UWF_ATTEMPT.txt\"\nprintf -- '---\\nstatus: done\\nsteps: %s\\n---\\n' \"$UWF_ATTEMPT\"\n"),
-		"status":   e.script("status.sh", "cat >/dev/null\nprintf -- '---\\nstatus: finished\\nsteps: [a]\\n---\\n'\n"),
-		"noreason": e.script("noreason.sh", "cat >/dev/null\nprintf -- '---\\nstatus: $SUSPEND\\n---\\n'\n"),
+		"exit3":     e.script("exit3.sh", "cat >/dev/null\necho partial output\necho it broke >&2\nexit 3\n"),
+		"slow":      e.script("slow.sh", "cat >/dev/null\nsleep 5\n"),
+		"prose":     e.script("prose.sh", "cat >/dev/null\necho \"I did it (attempt $UWF_ATTEMPT).\"\n"),
+		"badtype":   e.script("badtype.sh", "cat > \"$PROMPTS/prompt-$UWF_ATTEMPT.txt\"\nprintf -- '---\\nstatus: done\\nsteps: %s\\n---\\n' \"$UWF_ATTEMPT\"\n"),
+		"status":    e.script("status.sh", "cat >/dev/null\nprintf -- '---\\nstatus: finished\\nsteps: [a]\\n---\\n'\n"),
+		"badreason": e.script("badreason.sh", "cat >/dev/null\nprintf -- '---\\nstatus: $SUSPEND\\nreason: [a, b]\\n---\\n'\n"),
 	}
 	var cfg strings.Builder
 	cfg.WriteString("agents:\n")
@@ -227,7 +227,7 @@ func TestAgentFailures(t *testing.T) {
 		{"prose", []string{"frontmatter"}, 0, []string{"I did it (attempt 0).\n", "I did it (attempt 1).\n", "I did it (attempt 2).\n"}},
 		{"badtype", []string{"/steps"}, 0, []string{"---\nstatus: done\nsteps: 0\n---\n", "---\nstatus: done\nsteps: 1\n---\n", "---\nstatus: done\nsteps: 2\n---\n"}},
 		{"status", []string{"finished", "done"}, 0, slices.Repeat([]string{"---\nstatus: finished\nsteps: [a]\n---\n"}, 3)},
-		{"noreason", []string{"$SUSPEND", "reason"}, 0, slices.Repeat([]string{"---\nstatus: $SUSPEND\n---\n"}, 3)},
+		{"badreason", []string{"$SUSPEND", "reason must be text"}, 0, slices.Repeat([]string{"---\nstatus: $SUSPEND\nreason: [a, b]\n---\n"}, 3)},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			parent := e.t
@@ -382,6 +382,25 @@ esac
 	e.okJSON(&st, "step", "show", e.stepsOf(id)[3][1])
 	if !strings.Contains(st.Prompt, "\n## Note from a human\n\nUse PostgreSQL.\n") || st.EdgePrompt != "Plan this task." {
 		t.Errorf("the planner's prompt after resume:\n%s", st.Prompt)
+	}
+}
+
+// TestSuspendWithoutReason: a $SUSPEND answer without a reason suspends the
+// thread at once (no retry), with a reason saying none was given.
+func TestSuspendWithoutReason(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	mute := e.script("mute.sh", "cat >/dev/null\necho x >> \""+e.dir+"/calls\"\nprintf -- '---\\nstatus: $SUSPEND\\n---\\nI am stuck.\\n'\n")
+	e.writeConfig("agents:\n  mute: {command: " + mute + "}\ndefaultAgent: mute\n")
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "x"))
+	if out := e.ok("", "thread", "step", id); out != "1 suspended: the agent asked for a human without giving a reason\n" {
+		t.Errorf("thread step = %q, want it suspended", out)
+	}
+	if st, _ := e.status(id); st != "suspended" {
+		t.Errorf("status %q, want suspended", st)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.dir, "calls")); err != nil || string(b) != "x\n" {
+		t.Errorf("the agent ran %q times (%v), want once", b, err)
 	}
 }
 

@@ -225,7 +225,7 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 			}
 			if err != nil {
 				fails++
-				fmt.Fprintf(out, "error: %s: %s\n", it.path, oneLine(err.Error()))
+				fmt.Fprintf(out, "error: %s: %s\n", it.path, oneLine(userMessage(err.Error())))
 			} else {
 				fmt.Fprintln(out, hs[it.node])
 			}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -122,7 +124,7 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	}
 
 	label("uwf thread list")
-	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}); err != nil {
+	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}, true); err != nil {
 		return err
 	}
 
@@ -136,7 +138,35 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 		return err
 	}
 	home, _ := s.homeDir()
-	fmt.Fprintf(w, "\nNext: uwf --home %s thread show %s\n      uwf --home %s thread steps %s\n      uwf --home %s cas walk --tree %s\n      uwf --home %s serve    # the threads in your browser\n",
-		home, id, home, fork, home, at, home)
+	fmt.Fprint(w, demoNext(home, s.store, id, fork, at))
 	return nil
+}
+
+// demoNext is the demo's closing advice: commands to look further, on the
+// same home and, when --store (or UWF_STORE) named one, the same store,
+// its password hidden (the user puts it back, or sets UWF_STORE).
+func demoNext(home, storeURL, thread, fork string, at cas.Hash) string {
+	uwf := "uwf --home " + shellWord(home)
+	hidden := false
+	if storeURL != "" {
+		printable := secret.RedactURL(absStoreURL(storeURL))
+		hidden = printable != absStoreURL(storeURL)
+		uwf += " --store " + shellWord(printable)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nNext: %s thread show %s\n      %s thread steps %s\n      %s cas walk --tree %s\n      %s serve    # the threads in your browser\n",
+		uwf, thread, uwf, fork, uwf, at, uwf)
+	if hidden {
+		b.WriteString("      (the store's password is shown as xxxxx: put yours back, or set UWF_STORE and drop --store)\n")
+	}
+	return b.String()
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything a shell
+// would read specially.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?;&|<>()[]{}#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

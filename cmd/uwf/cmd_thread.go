@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +19,7 @@ import (
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/moderator"
+	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -48,8 +51,12 @@ func threadCommand() *cli.Command {
 				ArgsUsage: "<workflow> -p <prompt>",
 				Description: `The workflow is a file (validated and registered first), a registered name,
 or a hash. Stores the start node, creates threads/<id> and prints the id.
---cwd sets the folder agents run in (default: the current one).`,
-				Flags: startFlags(),
+--cwd sets the folder agents run in (default: the current one).
+--key K starts at most one thread per key (for cron jobs and retried
+scripts): the thread is recorded under the ref keys/<K>; when K is taken,
+the thread started under it is printed and nothing is started. rm of the
+thread frees K.`,
+				Flags: startFlags(&cli.StringFlag{Name: "key", Usage: "start once per key `K`: if a thread was started under K, print it and start nothing"}),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -114,9 +121,15 @@ line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 				Name:  "list",
 				Usage: "list threads, newest first",
 				Description: `Prints "<id> <status> <depth> <workflow> <created>" per thread, newest first.
---status keeps one status (active, done, killed, suspended).`,
+On a terminal, a table instead: a header, the age and the prompt's first
+line, the newest 20 unless --limit is given. --status keeps one status
+(active, done, killed, suspended), --workflow one workflow (a name or a
+version's hash), --since the threads created since T (a duration ago:
+90m, 24h, 7d; a date, 2026-11-25, UTC; or a time, 2026-11-25T06:00:00Z).`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only threads with status `S`"},
+					&cli.StringFlag{Name: "workflow", Usage: "only threads of workflow `W` (a name or a version's hash)"},
+					&cli.StringFlag{Name: "since", Usage: "only threads created since `T` (24h, 7d, 2026-11-25, 2026-11-25T06:00:00Z)"},
 					&cli.IntFlag{Name: "limit", Usage: "at most `N` threads (0: all)"},
 					&cli.IntFlag{Name: "offset", Usage: "skip the first `N`"},
 				},
@@ -125,6 +138,22 @@ line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 						return err
 					}
 					opts := thread.ListOptions{Status: c.String("status"), Limit: c.Int("limit"), Offset: c.Int("offset")}
+					if wf := c.String("workflow"); wf != "" {
+						if h, err := cas.ParseHash(wf); err == nil {
+							opts.Workflow = h.String()
+						} else if registry.ValidName(wf) {
+							opts.Workflow = wf
+						} else {
+							return usageErrorf(s.cmd, "invalid --workflow %q: want a workflow name or a hash", wf)
+						}
+					}
+					if since := c.String("since"); c.IsSet("since") {
+						t, err := parseSince(since, s.clock())
+						if err != nil {
+							return usageErrorf(s.cmd, "invalid --since %q: %v", since, err)
+						}
+						opts.Since = t
+					}
 					switch opts.Status {
 					case "", thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended:
 					default:
@@ -133,7 +162,7 @@ line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 					if opts.Limit < 0 || opts.Offset < 0 {
 						return usageErrorf(s.cmd, "--limit and --offset must not be negative")
 					}
-					return runThreadList(c.Context, c.App.Writer, s, opts)
+					return runThreadList(c.Context, c.App.Writer, s, opts, c.IsSet("limit"))
 				}),
 			},
 			{
@@ -468,6 +497,9 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if !c.IsSet("prompt") {
 		return usageErrorf(s.cmd, "-p <prompt> is required")
 	}
+	if c.IsSet("key") && thread.ValidateKey(c.String("key")) != nil {
+		return usageErrorf(s.cmd, "invalid --key %q: want 1-195 characters of '/'-separated segments, each a letter or digit then letters, digits, '.', '_' or '-'", c.String("key"))
+	}
 	prompt, err := promptArg(c, s)
 	if err != nil {
 		return err
@@ -502,6 +534,9 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if err != nil {
 		return err
 	}
+	if !run && c.IsSet("key") {
+		return runThreadStartKeyed(ctx, w, s, e, c.String("key"), res.Hash, prompt, cwd)
+	}
 	if !run {
 		id, head, err := e.Start(ctx, res.Hash, prompt, cwd)
 		if err != nil {
@@ -518,6 +553,35 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 		return err
 	}
 	return limitOutcome(id, rs)
+}
+
+// runThreadStartKeyed is thread start --key: the thread started under
+// key, started now or found.
+func runThreadStartKeyed(ctx context.Context, w io.Writer, s *session, e *thread.Engine, key string, wf cas.Hash, prompt, cwd string) error {
+	id, head, existing, err := e.StartKeyed(ctx, key, wf, prompt, cwd)
+	if err != nil {
+		return err
+	}
+	out := thread.StartJSON{Thread: id, Head: head, Workflow: wf, Key: key}
+	if existing != nil {
+		out.Existing = true
+		start, err := e.Node(ctx, existing.Start)
+		if err != nil {
+			return fmt.Errorf("thread %s, started under key %s: %w", id, key, err)
+		}
+		if start.Start != nil {
+			out.Workflow = start.Start.Workflow
+		}
+		if !s.json { // --json says it with "existing"
+			s.warnf("key %s is taken: thread %s was started under it at %s; nothing started",
+				key, id, time.UnixMilli(existing.At).UTC().Format(time.RFC3339))
+		}
+	}
+	if s.json {
+		return writeJSON(w, out)
+	}
+	_, err = fmt.Fprintln(w, id)
+	return err
 }
 
 // stepLimitError is a thread that stopped at its step limit: it is
@@ -658,7 +722,7 @@ func (p *progressPrinter) event(ev thread.Event) {
 	case thread.EventStep:
 		fmt.Fprintf(p.w, "%d %s (%s) %s -> %s %s\n", ev.Depth, ev.Role, ev.Agent, ev.Status, ev.Head, elapsed)
 	case thread.EventRetry:
-		fmt.Fprintf(p.w, "%d %s (%s) retry: %s\n", ev.Depth, ev.Role, ev.Agent, oneLine(ev.Error))
+		fmt.Fprintf(p.w, "%d %s (%s) retry: %s\n", ev.Depth, ev.Role, ev.Agent, oneLine(userMessage(ev.Error)))
 	case thread.EventDone:
 		fmt.Fprintf(p.w, "%d done: %s\n", ev.Depth, oneLine(ev.Reason))
 	case thread.EventSuspended:
@@ -748,7 +812,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
-			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(f.Error), info.FailureHash, f.Detail)
+			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(userMessage(f.Error)), info.FailureHash, f.Detail)
 		if sum := sessionSummary(ctx, repo, f.Detail); sum != "" {
 			fmt.Fprintf(bw, "failure session: %s\n", sum)
 		}
@@ -775,7 +839,7 @@ func sessionSummary(ctx context.Context, repo *cas.Repo, h cas.Hash) string {
 	return oneLine(d.Session.Summary())
 }
 
-func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.ListOptions) error {
+func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.ListOptions, limitSet bool) error {
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
 		return err
@@ -784,9 +848,19 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 	// Damaged threads are left out and reported (exit 1) after the others
 	// are printed; threads of a kind this build does not know are named on
 	// stderr.
+	// On a terminal, a table of the newest threadTableRows unless --limit
+	// says otherwise: one more is asked for, to say that there are more.
+	table := !s.json && isTerminal(w)
+	if table && !limitSet {
+		opts.Limit = threadTableRows + 1
+	}
 	all, listErr := s.engine(repo).List(ctx, opts)
 	if listErr != nil && all == nil {
 		return listErr
+	}
+	more := false
+	if table && !limitSet && len(all) > threadTableRows {
+		all, more = all[:threadTableRows], true
 	}
 	// Threads that cannot be read are named on stderr; the others listed.
 	var infos []*thread.Info
@@ -803,6 +877,8 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 			out = append(out, info.JSON())
 		}
 		err = writeJSON(w, out)
+	} else if table {
+		err = printThreadTable(w, infos, more, s.clock())
 	} else {
 		bw := bufio.NewWriter(w)
 		for _, info := range infos {
@@ -988,7 +1064,8 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 	e := s.engine(repo)
 	var wf cas.Hash
 	if wfArg != "" {
-		res, err := e.Registry().Resolve(ctx, wfArg)
+		// A what-if question: a file's workflow is stored, not registered.
+		res, err := e.Registry().ResolveUnregistered(ctx, wfArg)
 		if err != nil {
 			return err
 		}
@@ -1028,9 +1105,9 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 		case d == nil:
 			fmt.Fprintln(w, "no divergence: routing reaches every recorded step")
 		case d.Invalid:
-			fmt.Fprintf(w, "diverges at depth %d: the recorded %s output no longer fits its schema: %s\n", d.Depth, d.Old, oneLine(d.Error))
+			fmt.Fprintf(w, "diverges at depth %d: the recorded %s output no longer fits its schema: %s\n", d.Depth, d.Old, oneLine(userMessage(d.Error)))
 		case d.Error != "":
-			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) routing fails: %s (recorded: %s)\n", d.Depth, d.From, d.Status, oneLine(d.Error), d.Old)
+			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) routing fails: %s (recorded: %s)\n", d.Depth, d.From, d.Status, oneLine(userMessage(d.Error)), d.Old)
 		default:
 			fmt.Fprintf(w, "diverges at depth %d: after %s (status %q) the old target was %s, the new one is %s\n", d.Depth, d.From, d.Status, d.Old, d.New)
 		}
@@ -1114,4 +1191,91 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		section(fmt.Sprintf("failed attempt %d %s", i+1, d.Attempts[i]), a)
 	}
 	return bw.Flush()
+}
+
+// threadTableRows is how many threads thread list shows on a terminal
+// without --limit.
+const threadTableRows = 20
+
+// printThreadTable is thread list on a terminal: a header, aligned
+// columns, each thread's age and the first line of its prompt; more says
+// that older threads were left out.
+func printThreadTable(w io.Writer, infos []*thread.Info, more bool, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tSTATUS\tDEPTH\tWORKFLOW\tAGE\tPROMPT")
+	for _, info := range infos {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", info.ID, info.Status, info.Depth, info.WorkflowName, age(now, info.Created), firstLine(info.Prompt, 48))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case more:
+		_, err := fmt.Fprintf(w, "(the newest %d; --limit 0 lists all, --json or a pipe gives one line per thread)\n", threadTableRows)
+		return err
+	case len(infos) == 0:
+		_, err := fmt.Fprintln(w, "(no threads)")
+		return err
+	}
+	return nil
+}
+
+// age says how long ago t was, in the largest whole unit: "just now",
+// "5m ago", "3h ago", "2d ago"; past 30 days the date.
+func age(now, t time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	case d < 30*24*time.Hour:
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// firstLine is s's first non-blank line, cut to at most n characters
+// (with "…" where it was cut); tabs become spaces.
+func firstLine(s string, n int) string {
+	for l := range strings.Lines(s) {
+		if l = strings.TrimSpace(l); l != "" {
+			s = l
+			break
+		}
+	}
+	s = strings.ReplaceAll(strings.TrimSpace(s), "\t", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// parseSince reads thread list's --since: a duration before now (Go's
+// units, plus d for days: 90m, 24h, 7d), a date (UTC midnight) or an
+// RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			if n > 100_000 { // past what a time.Duration holds (about 106,751 days)
+				return time.Time{}, fmt.Errorf("at most 100000d")
+			}
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("a duration must not be negative")
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a duration (90m, 24h, 7d), a date (2026-11-25) or a time (2026-11-25T06:00:00Z)")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -221,25 +220,12 @@ func runWorkflowShow(ctx context.Context, w io.Writer, s *session, arg string) e
 		fmt.Fprintf(bw, "  %-12s schema %s  statuses: %s\n", name, st.Schemas[name], strings.Join(wf.Statuses(name), ", "))
 	}
 	fmt.Fprintf(bw, "graph:\n")
-	froms := make([]string, 0, len(wf.Graph))
-	for from := range wf.Graph {
-		froms = append(froms, from)
-	}
-	slices.Sort(froms)
-	for _, from := range froms {
-		statuses := make([]string, 0, len(wf.Graph[from]))
-		for st := range wf.Graph[from] {
-			statuses = append(statuses, st)
+	for _, e := range wf.Edges() {
+		fmt.Fprintf(bw, "  %s --%s--> %s", e.From, e.Status, e.Role)
+		if e.Prompt != "" {
+			fmt.Fprintf(bw, "  %q", e.Prompt)
 		}
-		slices.Sort(statuses)
-		for _, status := range statuses {
-			e := wf.Graph[from][status]
-			fmt.Fprintf(bw, "  %s --%s--> %s", from, status, e.Role)
-			if e.Prompt != "" {
-				fmt.Fprintf(bw, "  %q", e.Prompt)
-			}
-			bw.WriteByte('\n')
-		}
+		bw.WriteByte('\n')
 	}
 	return bw.Flush()
 }

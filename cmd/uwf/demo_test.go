@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // demoParts are the labels of uwf demo's parts, in order.
@@ -113,4 +117,91 @@ func TestDemoFreshHome(t *testing.T) {
 	e.home = dir
 	t.Setenv("UWF_HOME", dir)
 	checkDemo(t, e, out)
+}
+
+// nextCommand returns the arguments of the demo's "Next:" line that runs
+// verb (say "thread show"), its words unquoted.
+func nextCommand(t *testing.T, out, verb string) []string {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "Next:"))
+		if !strings.HasPrefix(line, "uwf ") || !strings.Contains(line, " "+verb+" ") {
+			continue
+		}
+		var args []string
+		for _, w := range strings.Fields(line)[1:] {
+			args = append(args, strings.TrimSuffix(strings.TrimPrefix(w, "'"), "'"))
+		}
+		return args
+	}
+	t.Fatalf("uwf demo: no next command %q in:\n%s", verb, out)
+	return nil
+}
+
+// TestDemoNext checks the demo's closing commands for each kind of store:
+// the same home, the same --store when one was given, its password hidden,
+// quoted for a shell.
+func TestDemoNext(t *testing.T) {
+	const id, fork = "01JGJFGR4E0000000000000001", "01JGJFGR4E0000000000000002"
+	at := cas.Hash(1)
+	for _, tc := range []struct {
+		name, home, store string
+		want, notWant     []string
+	}{
+		{"default store", "/h", "", []string{"Next: uwf --home /h thread show " + id + "\n", "      uwf --home /h serve "}, []string{"--store", "xxxxx"}},
+		{"disk store", "/h", "/elsewhere/store", []string{"Next: uwf --home /h --store /elsewhere/store thread show " + id + "\n", "uwf --home /h --store /elsewhere/store thread steps " + fork + "\n"}, []string{"xxxxx"}},
+		{"a home with a space", "/my home", "", []string{"Next: uwf --home '/my home' thread show "}, nil},
+		{"postgres", "/h", "postgres://uwf@db:5432/uwf?sslmode=disable&schema=x", []string{"uwf --home /h --store 'postgres://uwf@db:5432/uwf?sslmode=disable&schema=x' cas walk --tree " + at.String() + "\n"}, []string{"xxxxx"}},
+		{"postgres with a password", "/h", "postgres://uwf:s3cretpw@db/uwf?sslpassword=other-secret", []string{"--store 'postgres://uwf:xxxxx@db/uwf?sslpassword=xxxxx' thread show ", "put yours back, or set UWF_STORE"}, []string{"s3cretpw", "other-secret"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := demoNext(tc.home, tc.store, id, fork, at)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("demoNext lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("demoNext holds %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// TestDemoStore runs uwf demo with --store naming a store outside the home
+// (on disk, and on PostgreSQL when UWF_TEST_POSTGRES is set): the next
+// commands it prints find the demo's thread.
+func TestDemoStore(t *testing.T) {
+	for name, store := range map[string]func(t *testing.T) string{
+		"disk": func(t *testing.T) string { return filepath.Join(t.TempDir(), "elsewhere") },
+		"postgres": func(t *testing.T) string {
+			base, sep := pgtest.URL(t), "?"
+			if strings.Contains(base, "?") {
+				sep = "&"
+			}
+			return base + sep + "schema=" + pgtest.Schema(t, "uwf_demo_")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := store(t)
+			e := newEnv(t)
+			out := e.ok("", "demo", "--home", e.home, "--store", store)
+			args := nextCommand(t, out, "thread show")
+			if !slices.Contains(args, "--store") {
+				t.Fatalf("uwf demo --store: the next commands lack --store:\n%s", out)
+			}
+			m := demoThread.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("uwf demo: no thread id:\n%s", out)
+			}
+			if show := e.ok("", args...); !strings.Contains(show, "status:   done\n") {
+				t.Errorf("%s: %s", shellQuote(args), show)
+			}
+			if r := e.run("", "thread", "show", m[1]); r.code != 3 {
+				t.Errorf("the demo's thread is in the home's own store too: %v", r)
+			}
+		})
+	}
 }

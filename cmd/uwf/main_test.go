@@ -378,11 +378,11 @@ func TestExitCode(t *testing.T) {
 		{"failure", errors.New("boom"), 1, "uwf: boom\n"},
 		{"usage", usageErrorf("uwf cas get", "want 1 argument <hash>, got 0"), 2, "uwf: want 1 argument <hash>, got 0 (see 'uwf cas get --help')\n"},
 		{"invalid hash", fmt.Errorf("get: %w", &cas.HashError{Input: "x", Reason: "short"}), 2, "uwf: get: invalid hash \"x\": short\n"},
-		{"invalid ref name", fmt.Errorf("%w %q: empty", cas.ErrInvalidRefName, ""), 2, "uwf: cas: invalid ref name \"\": empty\n"},
+		{"invalid ref name", fmt.Errorf("%w %q: empty", cas.ErrInvalidRefName, ""), 2, "uwf: invalid ref name \"\": empty\n"},
 		{"invalid data holding a bad hash", fmt.Errorf("%w: decode node type: %w", cas.ErrInvalid, &cas.HashError{Input: "x", Reason: "short"}), 1, ""},
-		{"not found", &cas.ObjectError{Op: "get", Hash: 1, Err: cas.ErrNotFound}, 3, "uwf: get 0000000000001: cas: not found\n"},
+		{"not found", &cas.ObjectError{Op: "get", Hash: 1, Err: cas.ErrNotFound}, 3, "uwf: object 0000000000001 was not found in the store\n"},
 		{"conflict", &cas.ConflictError{Name: "a", Expected: 1, Current: 2}, 4, ""},
-		{"canceled", fmt.Errorf("walk: %w", context.Canceled), 130, "uwf: walk: context canceled\n"},
+		{"canceled", fmt.Errorf("walk: %w", context.Canceled), 130, "uwf: walk: interrupted\n"},
 		{"silent", &silentError{fmt.Errorf("x: %w", cas.ErrNotFound)}, 3, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,7 +74,7 @@ func newSession(c *cli.Context) (*session, error) {
 func (s *session) warnf(format string, args ...any) {
 	if s.stderr != nil {
 		// One Write, so the masker sees the whole line.
-		io.WriteString(s.mask.Writer(s.stderr), "uwf: "+fmt.Sprintf(format, args...)+"\n")
+		io.WriteString(s.mask.Writer(s.stderr), "uwf: "+userMessage(fmt.Sprintf(format, args...))+"\n")
 	}
 }
 
@@ -161,6 +161,15 @@ func (s *session) config() (*config.Config, error) {
 		s.mask.Add(cfg.Secrets()...)
 	}
 	return cfg, nil
+}
+
+// clock is the session's time now: its fixed clock in tests, else the
+// real one.
+func (s *session) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // engine returns the thread engine over repo, with the session's clock and

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uncaged/uwf/thread"
 )
 
 // stepsOf returns the chain of a thread as "thread steps" lists it: one
@@ -112,7 +115,11 @@ func TestThreadGolden(t *testing.T) {
 	if r.code != 1 || r.stderr != "" {
 		t.Errorf("replay with a changed graph: %v\nwant exit 1 and nothing on stderr", r)
 	}
-	tr.run("", "thread", "replay", "--json", t4, "--workflow", "review-replan")
+	tr.run("", "thread", "replay", "--json", t4, "--workflow", "replan.yaml")
+	// A replay against a file is a what-if: it registers nothing.
+	if r := e.run("", "workflow", "show", "review-replan"); r.code != 3 {
+		t.Errorf("replay --workflow replan.yaml registered review-replan: %v", r)
+	}
 	e.write("strict.yaml", strings.NewReplacer(
 		"name: review-loop", "name: review-strict",
 		"comments: { type: string }", "comments: { type: string, maxLength: 10 }",
@@ -447,7 +454,7 @@ func TestUnknownAgentRefused(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--agent", "nope"}, 3, `uwf: agent "nope" (from --agent): unknown agent: cas: not found: it is neither configured nor built in (configured: none; built-in: human, llm, replay:<thread>, synth)`},
+		{[]string{"--agent", "nope"}, 3, `uwf: agent "nope" (from --agent): unknown agent: it is neither configured nor built in (configured: none; built-in: human, llm, replay:<thread>, synth)`},
 		{[]string{"--agent", "replay:01JGKZZZZZZZZZZZZZZZZZZZZZ"}, 3, "uwf: agent replay:01JGKZZZZZZZZZZZZZZZZZZZZZ: thread 01JGKZZZZZZZZZZZZZZZZZZZZZ"},
 		{[]string{"--agent", "llm"}, 1, "no model configured"},
 		{nil, 1, "no agent configured for role"},
@@ -499,4 +506,174 @@ func TestLimitsGolden(t *testing.T) {
 	tr.run("", "thread", "run", "short", "-p", "Add a --json flag", "--agent", "nope", "--cwd", "/")
 	tr.run("", "thread", "list")
 	golden(t, "limits.txt", tr.b.String())
+}
+
+// TestThreadStartKey: thread start --key starts one thread per key, prints
+// the existing one when the key is taken (saying so on stderr), and rm
+// frees the key; a store never given a key stays at format version 1.
+func TestThreadStartKey(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.ok("", "thread", "start", "review-loop.yaml", "-p", "no key")
+	formatFile := filepath.Join(e.home, "store", "FORMAT")
+	if b, err := os.ReadFile(formatFile); err != nil || !strings.HasPrefix(string(b), "uwf store 1\n") {
+		t.Fatalf("FORMAT before any key = %q, %v; want version 1", b, err)
+	}
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "nightly", "--key", "nightly/2026-11-25"))
+	if b, err := os.ReadFile(formatFile); err != nil || !strings.HasPrefix(string(b), "uwf store 2\n") {
+		t.Errorf("FORMAT after a key = %q, %v; want version 2", b, err)
+	}
+	r := e.run("", "thread", "start", "review-loop", "-p", "nightly again", "--key", "nightly/2026-11-25")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != id || !strings.Contains(r.stderr, "uwf: key nightly/2026-11-25 is taken: thread "+id+" was started under it at ") {
+		t.Errorf("thread start with a taken key: %v\nwant %s on stdout and a note on stderr", r, id)
+	}
+	var js struct {
+		Thread, Head, Workflow, Key string
+		Existing                    bool
+	}
+	e.okJSON(&js, "thread", "start", "review-loop", "-p", "x", "--key", "nightly/2026-11-25")
+	if js.Thread != id || !js.Existing || js.Key != "nightly/2026-11-25" || js.Workflow == "" {
+		t.Errorf("thread start --json with a taken key = %+v", js)
+	}
+	var list []struct{ ID string }
+	e.okJSON(&list, "thread", "list")
+	if len(list) != 2 {
+		t.Errorf("thread list: %d threads, want 2", len(list))
+	}
+	if refs := e.ok("", "cas", "ref", "list", "keys/"); !strings.HasSuffix(refs, " keys/nightly/2026-11-25\n") {
+		t.Errorf("cas ref list keys/ = %q", refs)
+	}
+	e.ok("", "thread", "rm", id)
+	if refs := e.ok("", "cas", "ref", "list", "keys/"); refs != "" {
+		t.Errorf("after rm, cas ref list keys/ = %q, want nothing", refs)
+	}
+	if id2 := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "n", "--key", "nightly/2026-11-25")); id2 == id {
+		t.Errorf("after rm the key still gives %s", id)
+	}
+	for _, bad := range []string{"", "a b", "/x", "x/", "-x"} {
+		if r := e.run("", "thread", "start", "review-loop", "-p", "n", "--key", bad); r.code != 2 || !strings.Contains(r.stderr, "invalid --key") {
+			t.Errorf("--key %q: %v, want a usage error", bad, r)
+		}
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
+		t.Errorf("fsck: %q", out)
+	}
+}
+
+// TestThreadListFilters: --workflow (a name or a hash, any case) and
+// --since (a duration, a date, a time) keep the threads they name; bad
+// values are usage errors.
+func TestThreadListFilters(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.write("other.yaml", strings.Replace(reviewLoop, "name: review-loop", "name: other", 1))
+	a := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "a"))
+	b := strings.TrimSpace(e.ok("", "thread", "start", "other.yaml", "-p", "b"))
+	var sb struct{ Workflow string }
+	e.okJSON(&sb, "thread", "show", b)
+	ids := func(args ...string) []string {
+		var list []struct{ ID string }
+		e.okJSON(&list, append([]string{"thread", "list"}, args...)...)
+		var out []string
+		for _, l := range list {
+			out = append(out, l.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{b, a}},
+		{[]string{"--workflow", "review-loop"}, []string{a}},
+		{[]string{"--workflow", strings.ToLower(sb.Workflow)}, []string{b}},
+		{[]string{"--workflow", "nothing-by-that-name"}, nil},
+		{[]string{"--since", "1h"}, []string{b, a}},
+		{[]string{"--since", "0s"}, []string{b, a}}, // the clock is fixed: both were made now
+		{[]string{"--since", "2025-01-02T03:04:06Z"}, nil},
+		{[]string{"--since", "2025-01-02"}, []string{b, a}}, // the test clock's day
+		{[]string{"--since", "2025-01-03"}, nil},
+		{[]string{"--since", "2025-01-02T03:04:05Z", "--workflow", "other"}, []string{b}},
+	} {
+		if got := ids(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("thread list %q = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"--since", "yesterday"}, {"--since", "-1h"}, {"--since", ""}, {"--workflow", "a b"},
+	} {
+		if r := e.run("", append([]string{"thread", "list"}, args...)...); r.code != 2 || !strings.Contains(r.stderr, "invalid "+args[0]) {
+			t.Errorf("thread list %q: %v, want a usage error naming %s", args, r, args[0])
+		}
+	}
+}
+
+// TestThreadTable checks thread list's table for a terminal: a header,
+// aligned columns, ages, prompts cut to one line, and a note when more
+// threads were left out.
+func TestThreadTable(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	infos := []*thread.Info{
+		{ID: "01JGJFGR4E0000000000000002", Status: "active", Depth: 3, WorkflowName: "review-loop", Created: now.Add(-90 * time.Second), Prompt: "\n  Add a --json flag\nto the report\n"},
+		{ID: "01JGJFGR4E0000000000000001", Status: "done", Depth: 12, WorkflowName: "develop", Created: now.Add(-40 * 24 * time.Hour), Prompt: strings.Repeat("long prompt ", 10)},
+	}
+	var b strings.Builder
+	if err := printThreadTable(&b, infos, true, now); err != nil {
+		t.Fatal(err)
+	}
+	want := `THREAD                      STATUS  DEPTH  WORKFLOW     AGE         PROMPT
+01JGJFGR4E0000000000000002  active  3      review-loop  1m ago      Add a --json flag
+01JGJFGR4E0000000000000001  done    12     develop      2026-10-16  long prompt long prompt long prompt long prompt…
+(the newest 20; --limit 0 lists all, --json or a pipe gives one line per thread)
+`
+	if b.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	printThreadTable(&b, nil, false, now)
+	if !strings.HasSuffix(b.String(), "(no threads)\n") {
+		t.Errorf("empty table: %q", b.String())
+	}
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "just now"}, {59 * time.Second, "just now"}, {time.Minute, "1m ago"}, {59 * time.Minute, "59m ago"},
+		{time.Hour, "1h ago"}, {47 * time.Hour, "47h ago"}, {48 * time.Hour, "2d ago"}, {31 * 24 * time.Hour, "2026-10-25"},
+	} {
+		if got := age(now, now.Add(-tc.ago)); got != tc.want {
+			t.Errorf("age(%v) = %q, want %q", tc.ago, got, tc.want)
+		}
+	}
+}
+
+// TestParseSince is thread list --since's reading of durations, dates and
+// times.
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"90m", now.Add(-90 * time.Minute), true},
+		{"24h", now.Add(-24 * time.Hour), true},
+		{"7d", now.Add(-7 * 24 * time.Hour), true},
+		{"0d", now, true},
+		{"2026-11-20", time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), true},
+		{"2026-11-20T06:30:00+01:00", time.Date(2026, 11, 20, 5, 30, 0, 0, time.UTC), true},
+		{"-1h", time.Time{}, false},
+		{"-1d", time.Time{}, false},
+		{"100000d", now.Add(-100_000 * 24 * time.Hour), true},
+		{"100001d", time.Time{}, false},
+		{"9999999999d", time.Time{}, false},
+		{"d", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"2026-13-01", time.Time{}, false},
+	} {
+		got, err := parseSince(tc.in, now)
+		if (err == nil) != tc.ok || tc.ok && !got.Equal(tc.want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
 }

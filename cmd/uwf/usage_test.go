@@ -249,8 +249,8 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestStartRunFlags: thread run takes thread start's flags, declared once,
-// plus the step loop's.
+// TestStartRunFlags: thread run takes thread start's flags, declared once
+// (but start's --key), plus the step loop's.
 func TestStartRunFlags(t *testing.T) {
 	e := newEnv(t)
 	options := func(cmd string) []string {
@@ -268,10 +268,10 @@ func TestStartRunFlags(t *testing.T) {
 		return lines
 	}
 	start, run := options("start"), options("run")
-	if len(start) != 2 || len(run) != len(start)+3 {
-		t.Fatalf("thread start options %q, run options %q: want -p and --cwd, and run three more", start, run)
+	if len(start) != 3 || !strings.HasPrefix(start[2], "--key K ") || len(run) != 2+3 {
+		t.Fatalf("thread start options %q, run options %q: want -p, --cwd and --key, and run -p, --cwd and three more", start, run)
 	}
-	for i, l := range start {
+	for i, l := range start[:2] {
 		if run[i] != l {
 			t.Errorf("thread run option %q, thread start has %q", run[i], l)
 		}

@@ -17,6 +17,15 @@ const (
 	DefaultGCBatch      = 256
 )
 
+// DefaultPrefixLogRetention returns the log retention of the ref prefixes
+// that [GCOptions.PrefixLogRetention] starts from: `runs/` (a queued
+// thread's run, whose lease is renewed every few seconds) and `slots/`
+// (concurrency slots, taken and given back all day) keep their logs an
+// hour, so their moves do not pile up as GC roots for the default 30 days.
+func DefaultPrefixLogRetention() map[string]time.Duration {
+	return map[string]time.Duration{"runs/": time.Hour, "slots/": time.Hour}
+}
+
 // GCOptions configure [Repo.GC]. The zero value means the defaults.
 type GCOptions struct {
 	// Grace keeps every node put, touched or made a ref's target within it,
@@ -26,6 +35,13 @@ type GCOptions struct {
 	// LogRetention keeps ref-log entries younger than it, and the nodes they
 	// name; 0 means DefaultLogRetention, a negative value none.
 	LogRetention time.Duration
+	// PrefixLogRetention gives the refs whose names start with a prefix
+	// (a plain string prefix: "runs/") their own log retention, in place
+	// of LogRetention; the longest matching prefix wins. It is laid over
+	// [DefaultPrefixLogRetention] (each default capped at LogRetention): a
+	// prefix named here replaces its default. A duration of 0 means
+	// LogRetention, a negative one none.
+	PrefixLogRetention map[string]time.Duration
 	// DryRun reports what would be deleted and changes nothing (no log
 	// entries are pruned either).
 	DryRun bool
@@ -80,8 +96,9 @@ const gcReadBatch = 128
 // other goroutines and processes write:
 //
 //   - Roots are every ref, every node named (old or new) by a ref-log entry
-//     younger than the log retention, and every node younger than the grace
-//     period, each with everything it reaches.
+//     younger than its ref's log retention (LogRetention, or the
+//     PrefixLogRetention of the longest prefix of its name), and every node
+//     younger than the grace period, each with everything it reaches.
 //   - Only one GC runs at a time: a second one fails at once with an error
 //     wrapping [ErrLocked].
 //   - The mark fails closed: if a reachable node is missing or corrupt, GC
@@ -102,8 +119,8 @@ const gcReadBatch = 128
 //   - Then the backend's temporary files older than [StaleTempAge] are
 //     removed, if it has any ([TempCleaner]); the age is fixed, never the
 //     grace period, so a live writer's file is never taken.
-//   - Finally ref-log entries older than the retention are pruned
-//     ([Refs.PruneLog]).
+//   - Finally ref-log entries older than their ref's retention are pruned
+//     ([Refs.PruneLog]), with the cutoffs the mark used.
 //
 // The returned stats are valid even with an error from the ordering or the
 // sweep (an unreadable candidate, a cancelled context). At debug level GC
@@ -129,6 +146,18 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultGCBatch
 	}
+	// The defaults shorten the retention, never lengthen it: with a
+	// LogRetention under an hour, runs/ and slots/ keep theirs that long.
+	retention := DefaultPrefixLogRetention()
+	for p, d := range retention {
+		retention[p] = min(d, o.LogRetention)
+	}
+	for p, d := range o.PrefixLogRetention {
+		if p == "" {
+			return nil, fmt.Errorf("gc: a log retention for the empty prefix: set LogRetention instead")
+		}
+		retention[p] = d
+	}
 	began := time.Now()
 	st := &GCStats{DryRun: o.DryRun}
 	unlockGC, err := r.st.LockGC(ctx)
@@ -150,6 +179,17 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	}
 	cutoff := markStart.Add(-o.Grace)
 	logCutoff := markStart.Add(-o.LogRetention)
+	prefixCutoffs := make([]PrefixCutoff, 0, len(retention))
+	for p, d := range retention {
+		switch {
+		case d == 0:
+			d = o.LogRetention
+		case d < 0:
+			d = 0
+		}
+		prefixCutoffs = append(prefixCutoffs, PrefixCutoff{Prefix: p, Before: markStart.Add(-d)})
+	}
+	slices.SortFunc(prefixCutoffs, func(a, b PrefixCutoff) int { return cmp.Compare(a.Prefix, b.Prefix) })
 
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	var objs gcTable
@@ -173,7 +213,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	slices.SortFunc(objs, func(a, b gcObject) int { return cmp.Compare(a.hash, b.hash) })
 	objs = slices.CompactFunc(objs, func(a, b gcObject) bool { return a.hash == b.hash })
 	st.Scanned = len(objs)
-	refRoots, err := r.refRoots(ctx, logCutoff)
+	refRoots, err := r.refRoots(ctx, logCutoff, prefixCutoffs)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
@@ -192,7 +232,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 	}
 	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates),
-		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff)
+		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff, "prefixLogCutoffs", prefixCutoffs)
 	// candidates are in hash order (objs is): deterministic, for tests and
 	// for reading the log.
 	if debug {
@@ -330,7 +370,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			r.log.Debug("gc removed stale temporary files", "count", n)
 		}
 	}
-	pruned, err := r.raw.PruneLog(ctx, logCutoff)
+	pruned, err := r.raw.PruneLog(ctx, logCutoff, prefixCutoffs...)
 	st.LogEntriesPruned = pruned
 	st.Duration = time.Since(began)
 	if err != nil {
@@ -353,12 +393,12 @@ type root struct {
 }
 
 // refRoots lists every ref's target, every node named by a log entry at
-// or after logCutoff, and the logged value of every missing ref (its log's
+// or after its ref's cutoff ([LogCutoff] of logCutoff and prefixes), and the logged value of every missing ref (its log's
 // newest entry says it exists, but it does not), whatever its age: its
 // log is kept until the ref is restored or removed by force, and so are
 // its nodes. A ref that cannot be read fails it, naming every such ref
 // and nothing else: what it pointed at is unknown, so nothing may go.
-func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error) {
+func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []PrefixCutoff) ([]root, error) {
 	var roots []root
 	live := map[string]bool{}
 	var bad []error
@@ -379,11 +419,11 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 		return nil, fmt.Errorf("%d ref%s cannot be read (restore them from their logs, or replace them by force), nothing deleted: %w",
 			len(bad), plural(len(bad)), errors.Join(bad...))
 	}
-	cut := logCutoff.UnixMilli()
 	for name, err := range r.raw.Logs(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("list ref logs: %w", err)
 		}
+		cut := LogCutoff(name, logCutoff, prefixes).UnixMilli()
 		entries, err := r.raw.Log(ctx, name)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {

@@ -325,11 +325,12 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	}
 }
 
-// PruneLog drops log entries older than before (compared in whole
-// milliseconds, the precision of log times), except a live ref's newest
-// entry and its creation entry (the last entry with a zero Old: the one that
-// created the ref's current incarnation); a deleted ref's entries go
-// entirely once its newest entry is older than before. A missing ref's
+// PruneLog drops log entries older than their ref's cutoff
+// ([cas.LogCutoff] of before and prefixes, compared in whole milliseconds,
+// the precision of log times), except a live ref's newest entry and its
+// creation entry (the last entry with a zero Old: the one that created the
+// ref's current incarnation); a deleted ref's entries go entirely once its
+// newest entry is older than the cutoff. A missing ref's
 // entries (its newest entry has a non-zero New, but there is no ref file
 // for that name) are all kept, and so is the log of a ref file that cannot
 // be parsed. Each changed log is
@@ -337,7 +338,7 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // a torn last line or an uncommitted intent is dropped on the way. It
 // returns how many entries it removed; logs it could not prune are reported
 // in the error (joined) after the others are done.
-func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
+func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.PrefixCutoff) (int, error) {
 	if err := r.s.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -351,19 +352,19 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		n, err := r.pruneOne(ctx, lower, before)
+		n, err := r.pruneOne(ctx, lower, before, prefixes)
 		removed += n
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := r.trimJournal(ctx, before.UnixMilli()); err != nil {
+	if err := r.trimJournal(ctx, before, prefixes); err != nil {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }
 
-func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (int, error) {
+func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time, prefixes []cas.PrefixCutoff) (int, error) {
 	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
 		return 0, fmt.Errorf("disk: lock ref log %s: %w", lower, err)
@@ -390,9 +391,13 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 		}
 	}
 	// Times are whole milliseconds: compare at that precision, so an entry
-	// logged at the instant before names is not older than it.
-	cutoff := before.UnixMilli()
-	old := func(l logLine) bool { return l.Time < cutoff }
+	// logged at the instant before names is not older than it. The lines
+	// of one file may be of names that differ in case, and so in prefix.
+	cutoffs := map[string]int64{}
+	for n := range newest {
+		cutoffs[n] = cas.LogCutoff(n, before, prefixes).UnixMilli()
+	}
+	old := func(l logLine) bool { return l.Time < cutoffs[l.Name] }
 	kept := lines[:0:0]
 	for i, l := range lines {
 		n := l.Name

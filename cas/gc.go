@@ -123,7 +123,10 @@ const gcReadBatch = 128
 //     ([Refs.PruneLog]), with the cutoffs the mark used.
 //
 // The returned stats are valid even with an error from the ordering or the
-// sweep (an unreadable candidate, a cancelled context). At debug level GC
+// sweep (an unreadable candidate, a cancelled context). GC reports its
+// progress to the [ProgressFunc] of ctx ([WithProgress]), if any, in four
+// phases: objects listed, nodes marked (no totals: neither is known up
+// front), candidates read and ordered, and candidates swept (of all). At debug level GC
 // logs its decisions: each candidate with its age, each delete, refusal,
 // spared subgraph and failure.
 func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
@@ -198,10 +201,13 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		ages = map[Hash]time.Time{}
 	}
 	var roots []root
+	pr := startProgress(ctx, "gc", "list", "objects", 0)
+	defer func() { pr.end() }() // the phase running then
 	for obj, err := range r.st.All(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("gc: list objects: %w", err)
 		}
+		pr.add(1)
 		objs = append(objs, gcObject{hash: obj.Hash, size: obj.Size})
 		if debug {
 			ages[obj.Hash] = obj.Time
@@ -218,7 +224,9 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	roots = append(refRoots, roots...)
-	marked, err := r.mark(ctx, roots)
+	pr.end()
+	pr = startProgress(ctx, "gc", "mark", "nodes", 0)
+	marked, err := r.mark(ctx, roots, pr)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w: nothing deleted", err)
 	}
@@ -240,7 +248,9 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			r.log.Debug("gc candidate", "hash", h, "age", markStart.Sub(ages[h]), "size", objs.get(h).size)
 		}
 	}
-	order, children, corrupt, err := r.parentsFirst(ctx, candidates)
+	pr.end()
+	pr = startProgress(ctx, "gc", "order", "objects", len(candidates))
+	order, children, corrupt, err := r.parentsFirst(ctx, candidates, pr)
 	if err != nil {
 		st.Duration = time.Since(began)
 		return st, fmt.Errorf("gc: %w: nothing deleted", err)
@@ -307,6 +317,8 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	// and descendant), so a refused or failed parent is known before any
 	// of its descendants is considered.
 	level := levels(order, children)
+	pr.end()
+	pr = startProgress(ctx, "gc", "sweep", "objects", len(order))
 	for start := 0; start < len(order); {
 		end := start + 1
 		for end < len(order) && end-start < o.BatchSize && level[order[end]] == level[order[start]] {
@@ -314,6 +326,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 		batch := order[start:end]
 		start = end
+		pr.add(len(batch))
 		if err := ctx.Err(); err != nil {
 			st.Duration = time.Since(began)
 			return st, fmt.Errorf("gc: sweep: %w", err)
@@ -458,7 +471,7 @@ func plural(n int) string {
 // mark returns every node reachable from roots. A missing or corrupt
 // reachable node, or one whose edges cannot be found, is an error naming it
 // and the root it was reached from.
-func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error) {
+func (r *Repo) mark(ctx context.Context, roots []root, pr *progress) (map[Hash]struct{}, error) {
 	marked := make(map[Hash]struct{}, len(roots))
 	type item struct {
 		h    Hash
@@ -488,6 +501,7 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 		}
 		batch := slices.Clone(stack[max(0, len(stack)-gcReadBatch):])
 		stack = stack[:len(stack)-len(batch)]
+		pr.add(len(batch))
 		hs := make([]Hash, len(batch))
 		for i, it := range batch {
 			hs[i] = it.h
@@ -530,7 +544,7 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 // whose bytes are corrupt, which is returned in corrupt for the caller to
 // delete before anything else. A candidate gone since the listing is
 // skipped: it holds no edges any more.
-func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
+func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash, pr *progress) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
 	// candidates are sorted: membership is a binary search, not a map of
 	// them all. indeg holds only candidates with a candidate parent.
 	isCand := func(h Hash) bool { _, ok := slices.BinarySearch(candidates, h); return ok }
@@ -549,6 +563,7 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Has
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("read unreachable nodes: %w", err)
 			}
+			pr.add(len(nodes))
 		}
 		n, err := nodes[i%gcReadBatch], errs[i%gcReadBatch]
 		switch {

@@ -84,7 +84,9 @@ func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []strin
 		return err
 	}
 	defer closeStore()
-	st, err := cas.Export(ctx, repo, w, roots)
+	pctx, pw := s.withProgress(ctx)
+	st, err := cas.Export(pctx, repo, w, roots)
+	pw.Close()
 	if err != nil {
 		return err
 	}
@@ -99,7 +101,9 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 		return err
 	}
 	defer closeStore()
-	rep, err := cas.Import(ctx, repo, s.stdin, &cas.ImportOptions{Force: force})
+	pctx, pw := s.withProgress(ctx)
+	rep, err := cas.Import(pctx, repo, s.stdin, &cas.ImportOptions{Force: force})
+	pw.Close()
 	if rep == nil || err != nil && !errors.Is(err, cas.ErrConflict) {
 		return err // a bad tar: nothing to report beyond the error
 	}

@@ -145,7 +145,9 @@ func runGC(ctx context.Context, w io.Writer, s *session, opts *cas.GCOptions) er
 		return err
 	}
 	defer closeStore()
-	st, err := repo.GC(ctx, opts)
+	pctx, pw := s.withProgress(ctx)
+	st, err := repo.GC(pctx, opts)
+	pw.Close()
 	if err != nil {
 		return err
 	}
@@ -240,7 +242,9 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 	if dangling {
 		opts.Dangling = thread.IsHead
 	}
-	rep, err := repo.Fsck(ctx, opts)
+	pctx, pw := s.withProgress(ctx)
+	rep, err := repo.Fsck(pctx, opts)
+	pw.Close()
 	if err != nil {
 		return err
 	}

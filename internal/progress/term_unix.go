@@ -1,0 +1,22 @@
+//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+
+package progress
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether w is a terminal: an *os.File whose
+// descriptor answers the terminal's ioctl (so /dev/null, a character
+// device too, is not one).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
+	return err == nil
+}

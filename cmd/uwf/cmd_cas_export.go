@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/progress"
 )
 
 func casExportCommand() *cli.Command {
@@ -55,16 +55,6 @@ Prints what it did; with --json, one object.`,
 	}
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []string) error {
 	if s.json {
 		return usageErrorf(s.cmd, "--json cannot be combined with export (the tar goes to stdout)")
@@ -76,7 +66,7 @@ func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []strin
 			}
 		}
 	}
-	if isTerminal(w) {
+	if progress.IsTerminal(w) { // not /dev/null, which is a character device too
 		return usageErrorf(s.cmd, "refusing to write a tar to a terminal: redirect stdout to a file")
 	}
 	repo, closeStore, err := s.open(ctx)

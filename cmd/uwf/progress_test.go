@@ -205,3 +205,33 @@ func mustRead(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// TestExportToDevNull: export refuses a terminal for its tar, but not
+// /dev/null, a character device that is no terminal.
+func TestExportToDevNull(t *testing.T) {
+	e := newEnv(t)
+	e.ok("", "cas", "put-text", "hello")
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	var errb bytes.Buffer
+	app := newApp(devnull, &errb)
+	app.Metadata = map[string]any{metaNow: e.clock.Now, metaNewID: e.ids.New}
+	if code := exitCode(&errb, app.RunContext(t.Context(), []string{"uwf", "cas", "export"})); code != 0 {
+		t.Errorf("export > /dev/null: exit %d, stderr %q", code, errb.String())
+	}
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptm.Close()
+	defer tty.Close()
+	errb.Reset()
+	app = newApp(tty, &errb)
+	app.Metadata = map[string]any{metaNow: e.clock.Now, metaNewID: e.ids.New}
+	if code := exitCode(&errb, app.RunContext(t.Context(), []string{"uwf", "cas", "export"})); code != 2 || !strings.Contains(errb.String(), "refusing to write a tar to a terminal") {
+		t.Errorf("export to a terminal: exit %d, stderr %q; want 2, refused", code, errb.String())
+	}
+}

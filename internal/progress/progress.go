@@ -48,14 +48,15 @@ type Writer struct {
 	w     io.Writer
 	mode  Mode
 	now   func() time.Time
-	last  time.Time // when the last report was drawn
-	open  bool      // Bar: a line is drawn and not yet ended
-	phase string    // op and phase of the open line
+	width func() int // Bar: the terminal's columns (0: unknown), read at each draw
+	last  time.Time  // when the last report was drawn
+	open  bool       // Bar: a line is drawn and not yet ended
+	phase string     // op and phase of the open line
 }
 
 // New returns a Writer showing reports on w in mode.
 func New(w io.Writer, mode Mode) *Writer {
-	return &Writer{w: w, mode: mode, now: time.Now}
+	return &Writer{w: w, mode: mode, now: time.Now, width: func() int { return width(w) }}
 }
 
 // Report shows p, unless it is neither the first nor the final report of
@@ -84,7 +85,13 @@ func (pw *Writer) Report(p cas.Progress) {
 		if pw.open && pw.phase != key {
 			b.WriteString("\n") // a phase that never ended: keep its line
 		}
-		b.WriteString("\r" + Line(p) + "\x1b[K")
+		line := Line(p)
+		// A line longer than the terminal would wrap, and "\r" would then
+		// redraw only its last row: cut it to fit (it is ASCII).
+		if cols := pw.width(); cols > 1 && len(line) > cols-1 {
+			line = line[:cols-1]
+		}
+		b.WriteString("\r" + line + "\x1b[K")
 		pw.open = !p.Final
 		if p.Final {
 			b.WriteString("\n")

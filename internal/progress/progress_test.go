@@ -129,3 +129,15 @@ func TestIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterBarNarrow: on a narrow terminal the bar is cut to fit, so it
+// never wraps (a wrapped line cannot be redrawn with "\r").
+func TestWriterBarNarrow(t *testing.T) {
+	var buf bytes.Buffer
+	pw := New(&buf, Bar)
+	pw.width = func() int { return 30 }
+	pw.Report(cas.Progress{Op: "gc", Phase: "sweep", Unit: "objects", Done: 1, Total: 2, Elapsed: time.Second, Final: true})
+	if got, want := buf.String(), "\rgc sweep [############-------\x1b[K\n"; got != want {
+		t.Errorf("narrow bar = %q, want %q", got, want)
+	}
+}

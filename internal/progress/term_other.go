@@ -17,3 +17,6 @@ func IsTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// width returns 0: the terminal's width is not known here.
+func width(io.Writer) int { return 0 }

@@ -648,20 +648,18 @@ func (r *Refs) prunedCutoff() int64 {
 	return n
 }
 
-// trimJournal records the newest of PruneLog's cutoffs (before and the
-// prefixes') as the newest prune cutoff, and removes the oldest segments
-// whose every record is older than its ref's cutoff ([cas.LogCutoff]),
-// never the newest segment. It does nothing when there is no journal.
+// trimJournal records cutoff (Unix ms) as the newest prune cutoff, if it
+// is newer than the one recorded, and removes the oldest segments whose
+// every record is older than its ref's cutoff ([cas.LogCutoff] of before
+// and prefixes), never the newest segment. It does nothing when there is
+// no journal.
 //
 // A watch takes a record that its ref's log no longer shows, and that is
-// older than the recorded cutoff, for pruned (cas.ErrCursorGone): the
-// newest cutoff, so that a record pruned under a short prefix retention is
-// never taken for one a crash kept from committing, and skipped unsaid.
-func (r *Refs) trimJournal(ctx context.Context, before time.Time, prefixes []cas.PrefixCutoff) error {
-	cutoff := before.UnixMilli()
-	for _, p := range prefixes {
-		cutoff = max(cutoff, p.Before.UnixMilli())
-	}
+// older than the recorded cutoff, for pruned (cas.ErrCursorGone). PruneLog
+// records the newest cutoff of the refs whose entries it removed, so that
+// a record pruned under a prefix's short retention is never taken for one
+// a crash kept from committing, and skipped unsaid.
+func (r *Refs) trimJournal(ctx context.Context, cutoff int64, before time.Time, prefixes []cas.PrefixCutoff) error {
 	recCutoff := func(name string) int64 { return cas.LogCutoff(name, before, prefixes).UnixMilli() }
 	segs, err := r.segments()
 	if err != nil || len(segs) == 0 {

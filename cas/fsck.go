@@ -112,7 +112,10 @@ type FsckOptions struct {
 // names the refs that reach it (a bad or missing ref reaches what its
 // log's newest entry names). It also counts the backend's temporary files,
 // if it has any ([TempCounter]). The error is for a failure to read the
-// store at all (listing, a cancelled context), not for problems found.
+// store at all (listing, a cancelled context), not for problems found. It
+// reports its progress to the [ProgressFunc] of ctx ([WithProgress]), if
+// any: the objects listed, the objects checked (of all listed) and the
+// refs checked.
 func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error) {
 	if opts == nil {
 		opts = &FsckOptions{}
@@ -137,7 +140,10 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		}
 	}
 	present := map[Hash]bool{}
+	pr := startProgress(ctx, "fsck", "list", "objects", 0)
+	defer func() { pr.end() }() // the phase running then
 	for obj, err := range r.st.All(ctx) {
+		pr.add(1)
 		if err != nil {
 			return nil, fmt.Errorf("fsck: list objects: %w", err)
 		}
@@ -159,10 +165,13 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		hashes = append(hashes, h)
 	}
 	slices.Sort(hashes)
+	pr.end()
+	pr = startProgress(ctx, "fsck", "objects", "objects", len(hashes))
 	for _, h := range hashes {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		pr.add(1)
 		rep.Objects++
 		data, err := r.st.Get(ctx, h)
 		if err != nil {
@@ -224,11 +233,14 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 			}
 		}
 	}
+	pr.end()
+	pr = startProgress(ctx, "fsck", "refs", "refs", 0)
 	targets := map[Hash][]string{}
 	named := map[string]bool{}  // live refs and bad ones
 	var live []Hash             // live refs' targets, and the logged values of bad and missing refs
 	badLog := map[string]bool{} // lower-cased names of live refs whose log cannot be read
 	for ref, err := range r.raw.List(ctx, "") {
+		pr.add(1)
 		var bad *BadRefError
 		if errors.As(err, &bad) {
 			rep.Refs++

@@ -17,6 +17,15 @@ const (
 	DefaultGCBatch      = 256
 )
 
+// DefaultPrefixLogRetention returns the log retention of the ref prefixes
+// that [GCOptions.PrefixLogRetention] starts from: `runs/` (a queued
+// thread's run, whose lease is renewed every few seconds) and `slots/`
+// (concurrency slots, taken and given back all day) keep their logs an
+// hour, so their moves do not pile up as GC roots for the default 30 days.
+func DefaultPrefixLogRetention() map[string]time.Duration {
+	return map[string]time.Duration{"runs/": time.Hour, "slots/": time.Hour}
+}
+
 // GCOptions configure [Repo.GC]. The zero value means the defaults.
 type GCOptions struct {
 	// Grace keeps every node put, touched or made a ref's target within it,
@@ -26,6 +35,13 @@ type GCOptions struct {
 	// LogRetention keeps ref-log entries younger than it, and the nodes they
 	// name; 0 means DefaultLogRetention, a negative value none.
 	LogRetention time.Duration
+	// PrefixLogRetention gives the refs whose names start with a prefix
+	// (a plain string prefix: "runs/") their own log retention, in place
+	// of LogRetention; the longest matching prefix wins. It is laid over
+	// [DefaultPrefixLogRetention] (each default capped at LogRetention): a
+	// prefix named here replaces its default. A duration of 0 means
+	// LogRetention, a negative one none.
+	PrefixLogRetention map[string]time.Duration
 	// DryRun reports what would be deleted and changes nothing (no log
 	// entries are pruned either).
 	DryRun bool
@@ -80,8 +96,9 @@ const gcReadBatch = 128
 // other goroutines and processes write:
 //
 //   - Roots are every ref, every node named (old or new) by a ref-log entry
-//     younger than the log retention, and every node younger than the grace
-//     period, each with everything it reaches.
+//     younger than its ref's log retention (LogRetention, or the
+//     PrefixLogRetention of the longest prefix of its name), and every node
+//     younger than the grace period, each with everything it reaches.
 //   - Only one GC runs at a time: a second one fails at once with an error
 //     wrapping [ErrLocked].
 //   - The mark fails closed: if a reachable node is missing or corrupt, GC
@@ -102,11 +119,14 @@ const gcReadBatch = 128
 //   - Then the backend's temporary files older than [StaleTempAge] are
 //     removed, if it has any ([TempCleaner]); the age is fixed, never the
 //     grace period, so a live writer's file is never taken.
-//   - Finally ref-log entries older than the retention are pruned
-//     ([Refs.PruneLog]).
+//   - Finally ref-log entries older than their ref's retention are pruned
+//     ([Refs.PruneLog]), with the cutoffs the mark used.
 //
 // The returned stats are valid even with an error from the ordering or the
-// sweep (an unreadable candidate, a cancelled context). At debug level GC
+// sweep (an unreadable candidate, a cancelled context). GC reports its
+// progress to the [ProgressFunc] of ctx ([WithProgress]), if any, in four
+// phases: objects listed, nodes marked (no totals: neither is known up
+// front), candidates read and ordered, and candidates swept (of all). At debug level GC
 // logs its decisions: each candidate with its age, each delete, refusal,
 // spared subgraph and failure.
 func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
@@ -129,6 +149,18 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultGCBatch
 	}
+	// The defaults shorten the retention, never lengthen it: with a
+	// LogRetention under an hour, runs/ and slots/ keep theirs that long.
+	retention := DefaultPrefixLogRetention()
+	for p, d := range retention {
+		retention[p] = min(d, o.LogRetention)
+	}
+	for p, d := range o.PrefixLogRetention {
+		if p == "" {
+			return nil, fmt.Errorf("gc: a log retention for the empty prefix: set LogRetention instead")
+		}
+		retention[p] = d
+	}
 	began := time.Now()
 	st := &GCStats{DryRun: o.DryRun}
 	unlockGC, err := r.st.LockGC(ctx)
@@ -150,6 +182,17 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	}
 	cutoff := markStart.Add(-o.Grace)
 	logCutoff := markStart.Add(-o.LogRetention)
+	prefixCutoffs := make([]PrefixCutoff, 0, len(retention))
+	for p, d := range retention {
+		switch {
+		case d == 0:
+			d = o.LogRetention
+		case d < 0:
+			d = 0
+		}
+		prefixCutoffs = append(prefixCutoffs, PrefixCutoff{Prefix: p, Before: markStart.Add(-d)})
+	}
+	slices.SortFunc(prefixCutoffs, func(a, b PrefixCutoff) int { return cmp.Compare(a.Prefix, b.Prefix) })
 
 	debug := r.log.Enabled(ctx, slog.LevelDebug)
 	var objs gcTable
@@ -158,10 +201,13 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		ages = map[Hash]time.Time{}
 	}
 	var roots []root
+	pr := startProgress(ctx, "gc", "list", "objects", 0)
+	defer func() { pr.end() }() // the phase running then
 	for obj, err := range r.st.All(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("gc: list objects: %w", err)
 		}
+		pr.add(1)
 		objs = append(objs, gcObject{hash: obj.Hash, size: obj.Size})
 		if debug {
 			ages[obj.Hash] = obj.Time
@@ -173,12 +219,14 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	slices.SortFunc(objs, func(a, b gcObject) int { return cmp.Compare(a.hash, b.hash) })
 	objs = slices.CompactFunc(objs, func(a, b gcObject) bool { return a.hash == b.hash })
 	st.Scanned = len(objs)
-	refRoots, err := r.refRoots(ctx, logCutoff)
+	refRoots, err := r.refRoots(ctx, logCutoff, prefixCutoffs)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
 	roots = append(refRoots, roots...)
-	marked, err := r.mark(ctx, roots)
+	pr.end()
+	pr = startProgress(ctx, "gc", "mark", "nodes", 0)
+	marked, err := r.mark(ctx, roots, pr)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w: nothing deleted", err)
 	}
@@ -192,7 +240,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 	}
 	r.log.Debug("gc marked", "scanned", st.Scanned, "reachable", st.Reachable, "candidates", len(candidates),
-		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff)
+		"markStart", markStart, "cutoff", cutoff, "logCutoff", logCutoff, "prefixLogCutoffs", prefixCutoffs)
 	// candidates are in hash order (objs is): deterministic, for tests and
 	// for reading the log.
 	if debug {
@@ -200,7 +248,9 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			r.log.Debug("gc candidate", "hash", h, "age", markStart.Sub(ages[h]), "size", objs.get(h).size)
 		}
 	}
-	order, children, corrupt, err := r.parentsFirst(ctx, candidates)
+	pr.end()
+	pr = startProgress(ctx, "gc", "order", "objects", len(candidates))
+	order, children, corrupt, err := r.parentsFirst(ctx, candidates, pr)
 	if err != nil {
 		st.Duration = time.Since(began)
 		return st, fmt.Errorf("gc: %w: nothing deleted", err)
@@ -267,6 +317,8 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	// and descendant), so a refused or failed parent is known before any
 	// of its descendants is considered.
 	level := levels(order, children)
+	pr.end()
+	pr = startProgress(ctx, "gc", "sweep", "objects", len(order))
 	for start := 0; start < len(order); {
 		end := start + 1
 		for end < len(order) && end-start < o.BatchSize && level[order[end]] == level[order[start]] {
@@ -274,6 +326,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 		batch := order[start:end]
 		start = end
+		pr.add(len(batch))
 		if err := ctx.Err(); err != nil {
 			st.Duration = time.Since(began)
 			return st, fmt.Errorf("gc: sweep: %w", err)
@@ -330,7 +383,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 			r.log.Debug("gc removed stale temporary files", "count", n)
 		}
 	}
-	pruned, err := r.raw.PruneLog(ctx, logCutoff)
+	pruned, err := r.raw.PruneLog(ctx, logCutoff, prefixCutoffs...)
 	st.LogEntriesPruned = pruned
 	st.Duration = time.Since(began)
 	if err != nil {
@@ -353,12 +406,12 @@ type root struct {
 }
 
 // refRoots lists every ref's target, every node named by a log entry at
-// or after logCutoff, and the logged value of every missing ref (its log's
+// or after its ref's cutoff ([LogCutoff] of logCutoff and prefixes), and the logged value of every missing ref (its log's
 // newest entry says it exists, but it does not), whatever its age: its
 // log is kept until the ref is restored or removed by force, and so are
 // its nodes. A ref that cannot be read fails it, naming every such ref
 // and nothing else: what it pointed at is unknown, so nothing may go.
-func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error) {
+func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []PrefixCutoff) ([]root, error) {
 	var roots []root
 	live := map[string]bool{}
 	var bad []error
@@ -379,11 +432,11 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time) ([]root, error
 		return nil, fmt.Errorf("%d ref%s cannot be read (restore them from their logs, or replace them by force), nothing deleted: %w",
 			len(bad), plural(len(bad)), errors.Join(bad...))
 	}
-	cut := logCutoff.UnixMilli()
 	for name, err := range r.raw.Logs(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("list ref logs: %w", err)
 		}
+		cut := LogCutoff(name, logCutoff, prefixes).UnixMilli()
 		entries, err := r.raw.Log(ctx, name)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -418,7 +471,7 @@ func plural(n int) string {
 // mark returns every node reachable from roots. A missing or corrupt
 // reachable node, or one whose edges cannot be found, is an error naming it
 // and the root it was reached from.
-func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error) {
+func (r *Repo) mark(ctx context.Context, roots []root, pr *progress) (map[Hash]struct{}, error) {
 	marked := make(map[Hash]struct{}, len(roots))
 	type item struct {
 		h    Hash
@@ -448,6 +501,7 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 		}
 		batch := slices.Clone(stack[max(0, len(stack)-gcReadBatch):])
 		stack = stack[:len(stack)-len(batch)]
+		pr.add(len(batch))
 		hs := make([]Hash, len(batch))
 		for i, it := range batch {
 			hs[i] = it.h
@@ -490,7 +544,7 @@ func (r *Repo) mark(ctx context.Context, roots []root) (map[Hash]struct{}, error
 // whose bytes are corrupt, which is returned in corrupt for the caller to
 // delete before anything else. A candidate gone since the listing is
 // skipped: it holds no edges any more.
-func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
+func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash, pr *progress) (order []Hash, children map[Hash][]Hash, corrupt []Hash, err error) {
 	// candidates are sorted: membership is a binary search, not a map of
 	// them all. indeg holds only candidates with a candidate parent.
 	isCand := func(h Hash) bool { _, ok := slices.BinarySearch(candidates, h); return ok }
@@ -509,6 +563,7 @@ func (r *Repo) parentsFirst(ctx context.Context, candidates []Hash) (order []Has
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("read unreachable nodes: %w", err)
 			}
+			pr.add(len(nodes))
 		}
 		n, err := nodes[i%gcReadBatch], errs[i%gcReadBatch]
 		switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -508,5 +509,128 @@ func TestGCDecisionLog(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("the debug log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestGCPrefixLogRetention: `runs/` and `slots/` keep their logs an hour by
+// default, so a lease renewed all day keeps only the last hour's values
+// alive; other refs keep the default 30 days; the options override a
+// prefix's retention (the longest matching prefix wins), 0 meaning
+// LogRetention and a negative one none.
+func TestGCPrefixLogRetention(t *testing.T) {
+	type refLog struct {
+		name   string
+		values []string // each set a minute apart, the last one is the ref's
+	}
+	refs := []refLog{
+		{"runs/t1", []string{"run a", "run b", "run c"}},
+		{"slots/w/0", []string{"slot a", "slot b"}},
+		{"threads/t1", []string{"head a", "head b"}},
+		{"runsx", []string{"runsx a", "runsx b"}}, // "runs/" is not its prefix
+		{"runs/keep/t2", []string{"keep a", "keep b"}},
+	}
+	cases := []struct {
+		name    string
+		opts    *cas.GCOptions
+		advance time.Duration
+		gone    []string // values collected; the others stay
+		logLeft map[string]int
+		pruned  int
+		wantErr string
+	}{
+		{
+			name: "defaults, under an hour", advance: 50 * time.Minute,
+			logLeft: map[string]int{"runs/t1": 3, "slots/w/0": 2, "threads/t1": 2},
+		},
+		{
+			name: "defaults, past an hour", advance: 2 * time.Hour,
+			// a run's creation and newest entries stay; the middle one goes
+			// and what only it named
+			gone:    []string{"run a", "run b", "slot a", "keep a"},
+			logLeft: map[string]int{"runs/t1": 2, "slots/w/0": 2, "threads/t1": 2, "runsx": 2},
+			pruned:  1,
+		},
+		{
+			name: "overrides", advance: 2 * time.Hour,
+			opts: &cas.GCOptions{PrefixLogRetention: map[string]time.Duration{
+				"runs/": 3 * time.Hour, "runs/keep/": -1, "slots/": 0, "threads/": -1,
+			}},
+			gone:    []string{"keep a", "head a"},
+			logLeft: map[string]int{"runs/t1": 3, "slots/w/0": 2, "threads/t1": 2, "runs/keep/t2": 2},
+		},
+		{
+			name: "a LogRetention under an hour caps the defaults", advance: 50 * time.Minute,
+			opts:    &cas.GCOptions{LogRetention: 30 * time.Minute, Grace: -1},
+			gone:    []string{"run a", "run b", "slot a", "head a", "runsx a", "keep a"},
+			logLeft: map[string]int{"runs/t1": 2, "slots/w/0": 2, "threads/t1": 2, "runsx": 2},
+			pruned:  1,
+		},
+		{
+			name: "the empty prefix", advance: 2 * time.Hour,
+			opts:    &cas.GCOptions{PrefixLogRetention: map[string]time.Duration{"": time.Hour}},
+			wantErr: "empty prefix",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			values := map[string]cas.Hash{}
+			for _, r := range refs {
+				for _, v := range r.values {
+					values[v] = f.text(v)
+					f.setRef(r.name, values[v])
+					f.clock.Advance(time.Minute)
+				}
+			}
+			f.clock.Advance(tc.advance)
+			st, err := f.repo.GC(f.ctx, tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("GC = %v, want an error saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for v, h := range values {
+				if gone := slices.Contains(tc.gone, v); f.has(h) == gone {
+					t.Errorf("%q present = %v, want %v", v, gone, !gone)
+				}
+			}
+			for name, want := range tc.logLeft {
+				if log, err := f.mem.Refs().Log(f.ctx, name); err != nil || len(log) != want {
+					t.Errorf("log of %s: %d entries (%v), want %d", name, len(log), err, want)
+				}
+			}
+			if st.LogEntriesPruned != tc.pruned {
+				t.Errorf("LogEntriesPruned = %d, want %d", st.LogEntriesPruned, tc.pruned)
+			}
+			f.fsckClean()
+		})
+	}
+}
+
+func TestLogCutoff(t *testing.T) {
+	base := time.Unix(1000, 0)
+	at := func(s int64) time.Time { return time.Unix(s, 0) }
+	prefixes := []cas.PrefixCutoff{{"runs/", at(1)}, {"runs/keep/", at(2)}, {"slots/", at(3)}, {"runs/", at(4)}}
+	for _, tc := range []struct {
+		name string
+		want time.Time
+	}{
+		{"runs/t", at(1)}, // the first of equal prefixes
+		{"runs/keep/t", at(2)},
+		{"runs/keepx", at(1)},
+		{"slots/w/0", at(3)},
+		{"runs", base},
+		{"threads/runs/t", base},
+	} {
+		if got := cas.LogCutoff(tc.name, base, prefixes); !got.Equal(tc.want) {
+			t.Errorf("LogCutoff(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := cas.LogCutoff("runs/t", base, nil); !got.Equal(base) {
+		t.Errorf("LogCutoff without prefixes = %v, want %v", got, base)
 	}
 }

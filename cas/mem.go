@@ -589,21 +589,23 @@ func (r *MemRefs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	}
 }
 
-// PruneLog drops log entries older than before (an entry's millisecond time
-// is before it), except, for a live ref, its newest entry and the entry
-// that created its current incarnation (the last one with a zero Old). A
-// deleted ref's log goes whole once its newest entry is older than before;
-// a missing ref's log (see [Refs.PruneLog]) is kept whole. It returns how
-// many entries it removed.
-func (r *MemRefs) PruneLog(ctx context.Context, before time.Time) (int, error) {
+// PruneLog drops log entries older than their ref's cutoff ([LogCutoff]
+// of before and prefixes; an entry's millisecond time is before it),
+// except, for a live ref, its newest entry and the entry that created its
+// current incarnation (the last one with a zero Old). A deleted ref's log
+// goes whole once its newest entry is older than the cutoff; a missing
+// ref's log (see [Refs.PruneLog]) is kept whole. It returns how many
+// entries it removed.
+func (r *MemRefs) PruneLog(ctx context.Context, before time.Time, prefixes ...PrefixCutoff) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", err)
 	}
-	older := func(e LogEntry) bool { return time.UnixMilli(e.Time).Before(before) }
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	removed := 0
 	for name, log := range r.logs {
+		cutoff := LogCutoff(name, before, prefixes)
+		older := func(e LogEntry) bool { return time.UnixMilli(e.Time).Before(cutoff) }
 		newest := len(log) - 1
 		_, live := r.refs[name]
 		if !live && !log[newest].New.IsZero() {

@@ -74,15 +74,17 @@ type Refs interface {
 	// Logs lists the names of every ref that has a log, live or deleted,
 	// sorted by name.
 	Logs(ctx context.Context) iter.Seq2[string, error]
-	// PruneLog drops log entries older than before, except a live ref's
-	// newest entry and its creation entry (the last entry with a zero Old:
-	// the one that created the ref's current incarnation, a fork's origin);
-	// a deleted ref's log is removed whole once its newest entry is older
-	// than before. The log of a missing ref (its newest entry has a
+	// PruneLog drops log entries older than their ref's cutoff, except a
+	// live ref's newest entry and its creation entry (the last entry with a
+	// zero Old: the one that created the ref's current incarnation, a
+	// fork's origin); a deleted ref's log is removed whole once its newest
+	// entry is older than the cutoff. A ref's cutoff is the Before of the
+	// longest of prefixes its name starts with, else before
+	// ([LogCutoff]). The log of a missing ref (its newest entry has a
 	// non-zero New, but the ref does not exist) and of a ref that cannot be
 	// read is kept whole, whatever its age, until the ref is restored or
 	// replaced. It returns how many entries it removed.
-	PruneLog(ctx context.Context, before time.Time) (int, error)
+	PruneLog(ctx context.Context, before time.Time, prefixes ...PrefixCutoff) (int, error)
 	// ImportLog adds entries to name's log as they are (times and messages
 	// kept), skipping any entry already present (same old, new, time and
 	// message), where [MergeLog] puts them: existing entries keep their
@@ -94,6 +96,27 @@ type Refs interface {
 	// together with its history. An existing ref is never moved. An empty
 	// import changes nothing.
 	ImportLog(ctx context.Context, name string, entries []LogEntry) error
+}
+
+// PrefixCutoff gives the refs whose names start with Prefix (a plain
+// string prefix, as [Refs.List] takes: "runs/") their own [Refs.PruneLog]
+// cutoff.
+type PrefixCutoff struct {
+	Prefix string
+	Before time.Time
+}
+
+// LogCutoff returns ref name's [Refs.PruneLog] cutoff: the Before of the
+// longest prefix in prefixes that name starts with (the first of equal
+// ones), else before.
+func LogCutoff(name string, before time.Time, prefixes []PrefixCutoff) time.Time {
+	best := -1
+	for _, p := range prefixes {
+		if len(p.Prefix) > best && strings.HasPrefix(name, p.Prefix) {
+			best, before = len(p.Prefix), p.Before
+		}
+	}
+	return before
 }
 
 // MaxRefNameLen is the longest allowed ref name.

@@ -185,7 +185,9 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 			}
 		}
 	}
-	order, err := r.exportOrder(ctx, nodes)
+	pr := startProgress(ctx, "export", "order", "nodes", 0)
+	order, err := r.exportOrder(ctx, nodes, pr)
+	pr.end()
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
@@ -193,6 +195,8 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 	st := &ExportStats{}
 	tw := tar.NewWriter(w)
 	dg := newTarDigest()
+	pr = startProgress(ctx, "export", "write", "objects", len(order))
+	defer pr.end()
 	for _, h := range order {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("export: %w", err)
@@ -209,6 +213,7 @@ func Export(ctx context.Context, r *Repo, w io.Writer, roots []string) (*ExportS
 		}
 		st.Objects++
 		st.Bytes += int64(len(data))
+		pr.add(1)
 	}
 	for _, name := range sortedKeys(refs) {
 		if err := writeEntry(tw, dg, tarRefs+name, []byte(refs[name].String()+"\n")); err != nil {
@@ -290,7 +295,7 @@ func (r *Repo) exportRoot(ctx context.Context, root string) (Hash, bool, error) 
 // before parents: sorted by height (0 for a node without edges, else one
 // more than its highest child), then by hash. The order depends only on
 // the set, so it is the same for every export of the same store.
-func (r *Repo) exportOrder(ctx context.Context, nodes []Hash) ([]Hash, error) {
+func (r *Repo) exportOrder(ctx context.Context, nodes []Hash, pr *progress) ([]Hash, error) {
 	const visiting = -1
 	height := make(map[Hash]int, len(nodes))
 	type frame struct {
@@ -314,6 +319,7 @@ func (r *Repo) exportOrder(ctx context.Context, nodes []Hash) ([]Hash, error) {
 		}
 		height[h] = visiting
 		stack = append(stack, frame{h: h, edges: edges, max: -1})
+		pr.add(1)
 		return nil
 	}
 	for i, root := range nodes {
@@ -502,6 +508,8 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 	rep := &ImportReport{}
 	refs := map[string]Hash{}
 	logs := map[string][]LogEntry{}
+	pr := startProgress(ctx, "import", "objects", "objects", 0)
+	defer pr.end()
 	type pending struct {
 		entry string
 		hash  Hash
@@ -532,6 +540,7 @@ func Import(ctx context.Context, r *Repo, rd io.Reader, opts *ImportOptions) (*I
 			rep.Objects++
 			rep.Bytes += int64(p.size)
 		}
+		pr.add(len(batch))
 		batch, batchSize = batch[:0], 0
 		clear(inBatch)
 		return nil

@@ -14,7 +14,9 @@ type WalkFunc func(h Hash, n Node, edges []Hash) error
 // breadth-first, following edges as [Repo.Edges] finds them. A missing or
 // corrupt node stops the walk with an error naming it and the node it was
 // reached from (wrapping [ErrNotFound] or [ErrCorrupt]). Walk holds one hash
-// per node reached.
+// per node reached. It reports its progress to the [ProgressFunc] of ctx
+// ([WithProgress]), if any: nodes visited, with no total (it is not known
+// until the walk ends).
 func (r *Repo) Walk(ctx context.Context, roots []Hash, fn WalkFunc) error {
 	seen := make(map[Hash]struct{}, len(roots))
 	type item struct{ h, from Hash }
@@ -25,10 +27,13 @@ func (r *Repo) Walk(ctx context.Context, roots []Hash, fn WalkFunc) error {
 			queue = append(queue, item{h: h})
 		}
 	}
+	pr := startProgress(ctx, "walk", "nodes", "nodes", 0)
+	defer pr.end()
 	for head := 0; head < len(queue); head++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		pr.add(1)
 		it := queue[head]
 		n, err := r.Get(ctx, it.h)
 		if err != nil {

@@ -71,7 +71,10 @@
 //   - PruneLog keeps, for a live ref, its newest entry and the entry that
 //     created its current incarnation: the last one with a zero Old. For a
 //     deleted ref whose newest entry is not older than before, older
-//     entries are dropped like any others.
+//     entries are dropped like any others. Each ref's cutoff is that of
+//     the longest prefix its name starts with ([cas.LogCutoff]), and a
+//     watch never skips a change pruned that way unsaid: it delivers it
+//     or yields [cas.ErrCursorGone].
 //   - ImportLog merges as [cas.MergeLog] says, whatever the entries'
 //     times: runs of linked entries keep their given order, a run goes
 //     where it links (time picks among equal places), a live ref's log

@@ -289,11 +289,11 @@ func (f *FaultyRefs) Logs(ctx context.Context) iter.Seq2[string, error] {
 
 // PruneLog fails as Fail("prune", "") says, removing nothing, else calls
 // Refs.PruneLog.
-func (f *FaultyRefs) PruneLog(ctx context.Context, before time.Time) (int, error) {
+func (f *FaultyRefs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.PrefixCutoff) (int, error) {
 	if err := f.fail("prune", ""); err != nil {
 		return 0, err
 	}
-	return f.Refs.PruneLog(ctx, before)
+	return f.Refs.PruneLog(ctx, before, prefixes...)
 }
 
 // ImportLog fails as Fail("import", name) says, changing nothing, else

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 )
@@ -30,6 +31,7 @@ var gcTests = []struct {
 	{"GetFailsOnceWhileOrdering", testGCGetFailsWhileOrdering},
 	{"CorruptCandidateGoesFirst", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, false) }},
 	{"CorruptCandidateRefreshed", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, true) }},
+	{"PrefixLogRetention", testGCPrefixLogRetention},
 }
 
 // RunGC runs the GC interleaving tests against backends made by open, a
@@ -49,7 +51,9 @@ var gcTests = []struct {
 // nothing, and the next GC collect both. On a store that implements
 // [Corrupter], n is damaged: GC must delete it before g (its edges are
 // unknown), or, if a writer refreshes it first, stop having deleted nothing.
-// After each, fsck finds nothing wrong.
+// Another gives refs under runs/ no log retention: the values their
+// pruned log entries named go, the ref's target and the other refs'
+// logged values stay. After each, fsck finds nothing wrong.
 func RunGC(t *testing.T, open func(t *testing.T) (cas.Store, cas.Refs)) {
 	t.Helper()
 	for _, tc := range gcTests {
@@ -374,4 +378,58 @@ func (g *gcEnv) corruptCandidate(t *testing.T, refreshed bool) {
 	if _, err := g.st.Put(ctx, orig); err != nil {
 		t.Fatalf("heal n: %v", err)
 	}
+}
+
+// testGCPrefixLogRetention: with no log retention for runs/ (and the
+// default for the rest), GC collects what only runs/castest's old log
+// entries named, prunes its middle entry (keeping its creation and newest
+// entries), and keeps every value castest/kept's log names.
+func testGCPrefixLogRetention(t *testing.T, g *gcEnv) {
+	ctx := t.Context()
+	refs := g.repo.Refs()
+	run := []cas.Hash{g.put(t, "run 1"), g.put(t, "run 2"), g.put(t, "run 3")}
+	kept := []cas.Hash{g.put(t, "kept 1"), g.put(t, "kept 2")}
+	set := func(name string, vals []cas.Hash) {
+		var old cas.Hash
+		for _, v := range vals {
+			if err := refs.CompareAndSwap(ctx, name, old, v, "set"); err != nil {
+				t.Fatalf("CompareAndSwap(%s): %v", name, err)
+			}
+			old = v
+		}
+	}
+	set("runs/castest", run)
+	set("castest/kept", kept)
+	log, err := refs.Log(ctx, "castest/kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPastMilli(t, g.st.Now, log[len(log)-1].Time)
+	st, err := g.repo.GC(ctx, &cas.GCOptions{Grace: -1, BatchSize: 1, PrefixLogRetention: map[string]time.Duration{"runs/": -1}})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	for i, h := range run {
+		if want := i == 2; g.has(t, h) != want {
+			t.Errorf("run value %d present = %v, want %v (only the ref's target stays)", i+1, !want, want)
+		}
+	}
+	for i, h := range kept {
+		if !g.has(t, h) {
+			t.Errorf("kept value %d was collected, but a young log entry names it", i+1)
+		}
+	}
+	if g.has(t, g.n) || g.has(t, g.g) {
+		t.Errorf("n present %v, g present %v; want both collected", g.has(t, g.n), g.has(t, g.g))
+	}
+	if st.LogEntriesPruned != 1 {
+		t.Errorf("LogEntriesPruned = %d, want 1 (the middle entry of runs/castest)", st.LogEntriesPruned)
+	}
+	if log, err := refs.Log(ctx, "runs/castest"); err != nil || len(log) != 2 || log[0].New != run[0] || log[1].New != run[2] {
+		t.Errorf("log of runs/castest = %v, %v; want its creation and newest entries", log, err)
+	}
+	if log, err := refs.Log(ctx, "castest/kept"); err != nil || len(log) != 2 {
+		t.Errorf("log of castest/kept = %v, %v; want both entries", log, err)
+	}
+	g.fsckClean(t)
 }

@@ -825,6 +825,40 @@ func testPruneLog(t *testing.T, e *refsEnv) {
 		wantLabels(t, r, "deleted-early", nil)
 		wantLabels(t, r, "recreated", []string{"new create"})
 	})
+	t.Run("cutoff per prefix", func(t *testing.T) {
+		e := e.fresh(t)
+		r := e.r
+		now := mustNow(t, e.now)
+		past, future := now.Add(-time.Hour), now.Add(time.Hour)
+		buildLog(t, r, "runs/a", []change{{0, a, "create"}, {a, b, "move"}, {b, c, "newest"}})
+		buildLog(t, r, "runs/gone", []change{{0, a, "create"}, {a, 0, "delete"}})
+		buildLog(t, r, "runs/keep/x", []change{{0, a, "create"}, {a, b, "move"}})
+		buildLog(t, r, "runsx", []change{{0, a, "create"}, {a, b, "move"}})
+		buildLog(t, r, "threads/y", []change{{0, a, "create"}, {a, b, "move"}})
+		// runs/ is pruned up to an hour ahead, but runs/keep/ (the longer
+		// prefix) and the rest only up to an hour ago: nothing of theirs.
+		n, err := r.PruneLog(t.Context(), past,
+			cas.PrefixCutoff{Prefix: "runs/keep/", Before: past}, cas.PrefixCutoff{Prefix: "runs/", Before: future})
+		if err != nil || n != 1+2 {
+			t.Errorf("PruneLog(runs/ an hour ahead, the rest an hour ago) = %d, %v; want 3", n, err)
+		}
+		wantLabels(t, r, "runs/a", []string{"create", "newest"})
+		wantLabels(t, r, "runs/gone", nil)
+		wantLabels(t, r, "runs/keep/x", []string{"create", "move"})
+		wantLabels(t, r, "runsx", []string{"create", "move"})
+		wantLabels(t, r, "threads/y", []string{"create", "move"})
+		wantRef(t, r, "runs/a", c)
+		// The default cutoff applies to the names no prefix matches.
+		for _, name := range []string{"runs/keep/x", "runsx", "threads/y"} {
+			buildLog(t, r, name, []change{{b, c, "newest"}})
+		}
+		if n, err := r.PruneLog(t.Context(), future, cas.PrefixCutoff{Prefix: "runs/", Before: past}); err != nil || n != 2 {
+			t.Errorf("PruneLog(an hour ahead but runs/) = %d, %v; want 2 (the moves of runsx and threads/y)", n, err)
+		}
+		wantLabels(t, r, "runs/keep/x", []string{"create", "move", "newest"})
+		wantLabels(t, r, "runsx", []string{"create", "newest"})
+		wantLabels(t, r, "threads/y", []string{"create", "newest"})
+	})
 }
 
 func mustImport(t *testing.T, r cas.Refs, name string, entries ...cas.LogEntry) {

@@ -41,6 +41,7 @@ var watchTests = []struct {
 	{"WatchConcurrent", testWatchConcurrent},
 	{"WatchInvalidCursor", testWatchInvalidCursor},
 	{"WatchPruneImport", testWatchPruneImport},
+	{"WatchPrunePrefix", testWatchPrunePrefix},
 	{"WatchCancel", testWatchCancel},
 	{"WatchOtherInstance", testWatchOtherInstance},
 }
@@ -475,6 +476,54 @@ func testWatchPruneImport(t *testing.T, e *refsEnv, w cas.Watcher) {
 	}
 	if seen[fmt.Sprintf("p/new %s %s made elsewhere", hv(8), hv(9))] != 0 || seen[fmt.Sprintf("p/new %s %s moved elsewhere", hv(8), hv(9))] != 1 {
 		t.Errorf("the replay does not hold the import's creation once: %v", seen)
+	}
+}
+
+// testWatchPrunePrefix: a change whose log entry a prefix's shorter
+// retention pruned is never skipped unsaid: a watch from before it
+// delivers it or yields ErrCursorGone (once); the changes of refs the
+// default retention kept are all delivered, each once.
+func testWatchPrunePrefix(t *testing.T, e *refsEnv, w cas.Watcher) {
+	r := e.r
+	ctx := t.Context()
+	start := watchHead(t, w)
+	mustCAS(t, r, "keep/b", 0, hv(1), "keep create")
+	mustCAS(t, r, "keep/b", hv(1), hv(2), "keep move")
+	mustCAS(t, r, "runs/a", 0, hv(1), "run create")
+	mustCAS(t, r, "runs/a", hv(1), hv(2), "run move")
+	mustCAS(t, r, "runs/a", hv(2), hv(3), "run newest")
+	now := waitPastMilli(t, e.now, e.nowMilli(t))
+	if n, err := r.PruneLog(ctx, now.Add(-time.Hour), cas.PrefixCutoff{Prefix: "runs/", Before: now}); err != nil || n != 1 {
+		t.Fatalf("PruneLog(runs/ now, the rest an hour ago) = %d, %v; want runs/a's middle entry", n, err)
+	}
+	mustCAS(t, r, "keep/sentinel", 0, hv(9), "sentinel")
+	wt := startWatch(t, w, "", start)
+	seen := map[string]int{}
+	gone := 0
+	for {
+		it := wt.next(t)
+		if errors.Is(it.err, cas.ErrCursorGone) {
+			gone++
+			continue
+		}
+		if it.err != nil {
+			t.Fatal(it.err)
+		}
+		if it.ev.Message == "sentinel" {
+			break
+		}
+		seen[it.ev.Message]++
+	}
+	for _, m := range []string{"keep create", "keep move", "run create", "run newest"} {
+		if seen[m] != 1 {
+			t.Errorf("change %q delivered %d times, want once (its log entry is kept)", m, seen[m])
+		}
+	}
+	if seen["run move"] > 1 || seen["run move"] == 0 && gone == 0 {
+		t.Errorf("the pruned change delivered %d times and ErrCursorGone yielded %d times: want it delivered once, or skipped with ErrCursorGone", seen["run move"], gone)
+	}
+	if gone > 1 {
+		t.Errorf("ErrCursorGone yielded %d times, want at most once", gone)
 	}
 }
 

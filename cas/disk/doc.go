@@ -142,8 +142,11 @@
 // once; other processes' wake them through inotify on Linux, and a poll
 // (every 250 ms without inotify, every 2 s with it) catches the rest.
 // PruneLog removes the oldest segments whose every record is older than
-// its cutoff; a watch whose cursor was removed is told [cas.ErrCursorGone]
-// once. A version-1 binary writes no records: its changes are not seen.
+// its ref's cutoff, and records the newest cutoff of the refs whose
+// entries went; a watch whose cursor was removed, or that meets a record
+// its log no longer shows and older than that cutoff, is told
+// [cas.ErrCursorGone] once. A version-1 binary writes no records: its
+// changes are not seen.
 //
 // # Platforms
 //

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/internal/atomicfile"
@@ -647,10 +648,19 @@ func (r *Refs) prunedCutoff() int64 {
 	return n
 }
 
-// trimJournal records cutoff as the newest prune cutoff and removes the
-// oldest segments whose every record is older than it, never the newest
-// segment. It does nothing when there is no journal.
-func (r *Refs) trimJournal(ctx context.Context, cutoff int64) error {
+// trimJournal records cutoff (Unix ms) as the newest prune cutoff, if it
+// is newer than the one recorded, and removes the oldest segments whose
+// every record is older than its ref's cutoff ([cas.LogCutoff] of before
+// and prefixes), never the newest segment. It does nothing when there is
+// no journal.
+//
+// A watch takes a record that its ref's log no longer shows, and that is
+// older than the recorded cutoff, for pruned (cas.ErrCursorGone). PruneLog
+// records the newest cutoff of the refs whose entries it removed, so that
+// a record pruned under a prefix's short retention is never taken for one
+// a crash kept from committing, and skipped unsaid.
+func (r *Refs) trimJournal(ctx context.Context, cutoff int64, before time.Time, prefixes []cas.PrefixCutoff) error {
+	recCutoff := func(name string) int64 { return cas.LogCutoff(name, before, prefixes).UnixMilli() }
 	segs, err := r.segments()
 	if err != nil || len(segs) == 0 {
 		return err
@@ -677,7 +687,7 @@ func (r *Refs) trimJournal(ctx context.Context, cutoff int64) error {
 		old := true
 		for rec := range bytes.SplitSeq(data, []byte{'\n'}) {
 			var l logLine
-			if len(rec) > 0 && json.Unmarshal(rec, &l) == nil && l.Time >= cutoff {
+			if len(rec) > 0 && json.Unmarshal(rec, &l) == nil && l.Time >= recCutoff(l.Name) {
 				old = false
 				break
 			}

@@ -325,11 +325,12 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	}
 }
 
-// PruneLog drops log entries older than before (compared in whole
-// milliseconds, the precision of log times), except a live ref's newest
-// entry and its creation entry (the last entry with a zero Old: the one that
-// created the ref's current incarnation); a deleted ref's entries go
-// entirely once its newest entry is older than before. A missing ref's
+// PruneLog drops log entries older than their ref's cutoff
+// ([cas.LogCutoff] of before and prefixes, compared in whole milliseconds,
+// the precision of log times), except a live ref's newest entry and its
+// creation entry (the last entry with a zero Old: the one that created the
+// ref's current incarnation); a deleted ref's entries go entirely once its
+// newest entry is older than the cutoff. A missing ref's
 // entries (its newest entry has a non-zero New, but there is no ref file
 // for that name) are all kept, and so is the log of a ref file that cannot
 // be parsed. Each changed log is
@@ -337,7 +338,7 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // a torn last line or an uncommitted intent is dropped on the way. It
 // returns how many entries it removed; logs it could not prune are reported
 // in the error (joined) after the others are done.
-func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
+func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.PrefixCutoff) (int, error) {
 	if err := r.s.ready(ctx); err != nil {
 		return 0, err
 	}
@@ -346,40 +347,48 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
 		return 0, err
 	}
 	removed := 0
+	// recorded is the journal's prune cutoff: the newest cutoff of a ref
+	// whose entries went (a prefix's shorter retention counts only where
+	// it pruned something), and never older than before.
+	recorded := before.UnixMilli()
 	var errs []error
 	for _, lower := range lowers {
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		n, err := r.pruneOne(ctx, lower, before)
+		n, cut, err := r.pruneOne(ctx, lower, before, prefixes)
 		removed += n
+		recorded = max(recorded, cut)
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := r.trimJournal(ctx, before.UnixMilli()); err != nil {
+	if err := r.trimJournal(ctx, recorded, before, prefixes); err != nil {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }
 
-func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (int, error) {
+// pruneOne prunes one log file and returns how many entries it removed
+// and the newest cutoff (Unix ms) of the names whose entries went (0 if
+// none).
+func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time, prefixes []cas.PrefixCutoff) (int, int64, error) {
 	unlock, err := lockWait(ctx, r.stripePath(lower), lockEx)
 	if err != nil {
-		return 0, fmt.Errorf("disk: lock ref log %s: %w", lower, err)
+		return 0, 0, fmt.Errorf("disk: lock ref log %s: %w", lower, err)
 	}
 	defer unlock()
 	cur, err := r.read(lower)
 	var bad *cas.BadRefError
 	if errors.As(err, &bad) {
-		return 0, nil // kept whole until the ref is repaired
+		return 0, 0, nil // kept whole until the ref is repaired
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	lines, dirty, err := r.readLog(lower, cur)
 	if err != nil || (lines == nil && !dirty) {
-		return 0, err
+		return 0, 0, err
 	}
 	newest := map[string]int{}
 	creation := map[string]int{}
@@ -390,10 +399,15 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 		}
 	}
 	// Times are whole milliseconds: compare at that precision, so an entry
-	// logged at the instant before names is not older than it.
-	cutoff := before.UnixMilli()
-	old := func(l logLine) bool { return l.Time < cutoff }
+	// logged at the instant before names is not older than it. The lines
+	// of one file may be of names that differ in case, and so in prefix.
+	cutoffs := map[string]int64{}
+	for n := range newest {
+		cutoffs[n] = cas.LogCutoff(n, before, prefixes).UnixMilli()
+	}
+	old := func(l logLine) bool { return l.Time < cutoffs[l.Name] }
 	kept := lines[:0:0]
+	var cut int64
 	for i, l := range lines {
 		n := l.Name
 		var keep bool
@@ -410,11 +424,13 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 		}
 		if keep {
 			kept = append(kept, l)
+		} else {
+			cut = max(cut, cutoffs[n])
 		}
 	}
 	removed := len(lines) - len(kept)
 	if removed == 0 && !dirty {
-		return 0, nil
+		return 0, 0, nil
 	}
 	path := r.logPath(lower)
 	if len(kept) == 0 {
@@ -426,9 +442,9 @@ func (r *Refs) pruneOne(ctx context.Context, lower string, before time.Time) (in
 		err = atomicfile.Replace(r.s.fs, r.s.tmpDir, path, encodeLog(kept), r.s.durable)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("disk: prune ref log: %w", err)
+		return 0, 0, fmt.Errorf("disk: prune ref log: %w", err)
 	}
-	return removed, nil
+	return removed, cut, nil
 }
 
 // interleave returns the lines of a log file with name's lines replaced by

@@ -174,19 +174,24 @@ func newQueries(schema string) queries {
 	// entry (the last with a zero old) and its newest time; a live ref
 	// keeps the first two whatever their age, a deleted ref's log goes
 	// whole once its newest entry is old, and a missing ref's log (not
-	// live, its newest entry has a non-zero new) is kept whole.
+	// live, its newest entry has a non-zero new) is kept whole. A name's
+	// cutoff (cut, in ms) is that of the longest prefix in $2 it starts
+	// with ($3 in the same place; the first of equal ones), else $1.
 	q.pruneLog = q.expand(`WITH s AS (
 			SELECT l.name,
 				max(l.id) AS newest,
 				max(l.id) FILTER (WHERE l.old = 0) AS creation,
-				EXISTS (SELECT 1 FROM {{S}}.refs r WHERE r.name = l.name) AS live
+				EXISTS (SELECT 1 FROM {{S}}.refs r WHERE r.name = l.name) AS live,
+				coalesce((SELECT p.cut FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS p(prefix, cut, i)
+					WHERE left(l.name, length(p.prefix)) = p.prefix
+					ORDER BY length(p.prefix) DESC, p.i LIMIT 1), $1::bigint) AS cut
 			FROM {{S}}.ref_log l
 			GROUP BY l.name
 		), d AS (
 			DELETE FROM {{S}}.ref_log l USING s, {{S}}.ref_log n
 			WHERE l.name = s.name AND n.id = s.newest AND (s.live OR n.new = 0) AND (
-				(NOT s.live AND n.time_ms < $1::bigint)
-				OR (l.time_ms < $1 AND NOT (s.live AND (l.id = s.newest OR l.id = s.creation)))
+				(NOT s.live AND n.time_ms < s.cut)
+				OR (l.time_ms < s.cut AND NOT (s.live AND (l.id = s.newest OR l.id = s.creation)))
 			)
 			RETURNING l.id
 		), ` + trimStep("d") + `

@@ -441,24 +441,32 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 	}
 }
 
-// PruneLog drops, in one statement, log entries older than before (an
-// entry's millisecond time is before it), except, for a live ref, its
-// newest entry and the entry that created its current incarnation (the
-// last one with a zero Old). A deleted ref's log goes whole once its newest
-// entry is older than before; a missing ref's log (no row, but its newest
-// entry has a non-zero new: a row deleted behind uwf's back) is kept whole.
-// It returns how many entries it removed.
-func (r *Refs) PruneLog(ctx context.Context, before time.Time) (int, error) {
+// PruneLog drops, in one statement, log entries older than their ref's
+// cutoff ([cas.LogCutoff] of before and prefixes; an entry's millisecond
+// time is before it), except, for a live ref, its newest entry and the
+// entry that created its current incarnation (the last one with a zero
+// Old). A deleted ref's log goes whole once its newest entry is older than
+// the cutoff; a missing ref's log (no row, but its newest entry has a
+// non-zero new: a row deleted behind uwf's back) is kept whole. It returns
+// how many entries it removed.
+func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.PrefixCutoff) (int, error) {
 	// entry ms < before  <=>  entry ms < ceil(before in ms)
-	ms := before.UnixMilli()
-	if time.UnixMilli(ms).Before(before) {
-		ms++
+	ceilMS := func(t time.Time) int64 {
+		ms := t.UnixMilli()
+		if time.UnixMilli(ms).Before(t) {
+			ms++
+		}
+		return ms
+	}
+	names, cuts := make([]string, len(prefixes)), make([]int64, len(prefixes))
+	for i, p := range prefixes {
+		names[i], cuts[i] = p.Prefix, ceilMS(p.Before)
 	}
 	if err := r.s.ensureAdditions(ctx); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", err)
 	}
 	var n int
-	if err := r.s.pool.QueryRow(ctx, r.s.q.pruneLog, ms).Scan(&n); err != nil {
+	if err := r.s.pool.QueryRow(ctx, r.s.q.pruneLog, ceilMS(before), names, cuts).Scan(&n); err != nil {
 		return 0, fmt.Errorf("prune ref logs: %w", ctxErr(ctx, err))
 	}
 	return n, nil

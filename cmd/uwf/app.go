@@ -126,6 +126,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "store", Usage: "the store `URL`: a path or file://path, optionally ?durability=strict|none (disk); postgres://...", EnvVars: []string{"UWF_STORE"}, DefaultText: "<home>/store"},
 		&cli.StringFlag{Name: "durability", Usage: "the disk store's sync `MODE`: strict (fsync every write) or none", EnvVars: []string{"UWF_DURABILITY"}, DefaultText: "strict"},
 		&cli.BoolFlag{Name: "json", Usage: "print results as JSON (a stable format: docs/CLI.md)"},
+		&cli.BoolFlag{Name: "progress", Usage: "show long work's progress on stderr even when it is not a terminal (JSON lines with --json); --progress=false: never", DefaultText: "on a terminal"},
 		&cli.StringFlag{Name: "log-level", Usage: "log to stderr at `LEVEL`: debug, info, warn or error", EnvVars: []string{"UWF_LOG_LEVEL"}, Value: "warn"},
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/progress"
 )
 
 func casExportCommand() *cli.Command {
@@ -55,16 +55,6 @@ Prints what it did; with --json, one object.`,
 	}
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []string) error {
 	if s.json {
 		return usageErrorf(s.cmd, "--json cannot be combined with export (the tar goes to stdout)")
@@ -76,7 +66,7 @@ func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []strin
 			}
 		}
 	}
-	if isTerminal(w) {
+	if progress.IsTerminal(w) { // not /dev/null, which is a character device too
 		return usageErrorf(s.cmd, "refusing to write a tar to a terminal: redirect stdout to a file")
 	}
 	repo, closeStore, err := s.open(ctx)
@@ -84,7 +74,9 @@ func runExport(ctx context.Context, w, errw io.Writer, s *session, roots []strin
 		return err
 	}
 	defer closeStore()
-	st, err := cas.Export(ctx, repo, w, roots)
+	pctx, pw := s.withProgress(ctx)
+	st, err := cas.Export(pctx, repo, w, roots)
+	pw.Close()
 	if err != nil {
 		return err
 	}
@@ -99,7 +91,9 @@ func runImport(ctx context.Context, w io.Writer, s *session, force bool) error {
 		return err
 	}
 	defer closeStore()
-	rep, err := cas.Import(ctx, repo, s.stdin, &cas.ImportOptions{Force: force})
+	pctx, pw := s.withProgress(ctx)
+	rep, err := cas.Import(pctx, repo, s.stdin, &cas.ImportOptions{Force: force})
+	pw.Close()
 	if rep == nil || err != nil && !errors.Is(err, cas.ErrConflict) {
 		return err // a bad tar: nothing to report beyond the error
 	}

@@ -20,17 +20,22 @@ func casGCCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gc",
 		Usage: "delete the objects no root reaches",
-		Description: `Roots: every ref, every node named by a ref-log entry younger than the log
-retention, every node younger than the grace period, each with everything it
-reaches. Durations are Go durations (90m, 1h30m) or days (7d, 1d12h); 0
+		Description: `Roots: every ref, every node named by a ref-log entry younger than its ref's
+log retention, every node younger than the grace period, each with everything
+it reaches. Durations are Go durations (90m, 1h30m) or days (7d, 1d12h); 0
 means none. Prints nodes scanned, reachable, deleted, bytes freed, spared,
 log entries pruned, temporary files removed (crash leftovers over an hour
 old, whatever the grace), failures and time taken; with --json, one
-object. Exits 1 if any deletion failed.`,
+object. Exits 1 if any deletion failed.
+
+--log-retention D sets the retention of every ref's log; --log-retention
+PREFIX=D (repeatable) that of the refs whose names start with PREFIX, the
+longest matching prefix winning. runs/ and slots/ (queue leases,
+concurrency slots) keep theirs 1h (or D, if shorter) unless set.`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would be deleted, change nothing"},
 			&cli.StringFlag{Name: "grace", Usage: "keep nodes put or touched within `D`", DefaultText: "1h"},
-			&cli.StringFlag{Name: "log-retention", Usage: "keep ref-log entries, and what they name, for `D`", DefaultText: "30d"},
+			&cli.StringSliceFlag{Name: "log-retention", Usage: "keep ref-log entries, and what they name, for `D` (PREFIX=D: the refs under PREFIX)", DefaultText: "30d, runs/=1h, slots/=1h"},
 		},
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
@@ -41,7 +46,7 @@ object. Exits 1 if any deletion failed.`,
 			if opts.Grace, err = durationFlag(c, "grace"); err != nil {
 				return err
 			}
-			if opts.LogRetention, err = durationFlag(c, "log-retention"); err != nil {
+			if opts.LogRetention, opts.PrefixLogRetention, err = logRetentionFlag(c); err != nil {
 				return err
 			}
 			return runGC(c.Context, c.App.Writer, s, opts)
@@ -64,6 +69,45 @@ func durationFlag(c *cli.Context, name string) (time.Duration, error) {
 		d = -1
 	}
 	return d, nil
+}
+
+// logRetentionFlag reads the repeatable --log-retention: "D" is the
+// retention of every log, "PREFIX=D" that of the refs under PREFIX. As
+// with durationFlag, unset is 0 and an explicit 0 is -1.
+func logRetentionFlag(c *cli.Context) (all time.Duration, prefixes map[string]time.Duration, err error) {
+	bad := func(format string, a ...any) error {
+		return usageErrorf(c.Command.HelpName, "invalid --log-retention: "+format, a...)
+	}
+	allSet := false
+	for _, v := range c.StringSlice("log-retention") {
+		prefix, text, isPrefix := strings.Cut(v, "=")
+		if !isPrefix {
+			text = v
+		}
+		d, err := parseDuration(text)
+		if err != nil {
+			return 0, nil, bad("%v", err)
+		}
+		if d == 0 {
+			d = -1
+		}
+		switch {
+		case !isPrefix && allSet:
+			return 0, nil, bad("%q: the retention of every log is given twice", v)
+		case !isPrefix:
+			all, allSet = d, true
+		case prefix == "":
+			return 0, nil, bad("%q: an empty prefix (give D alone for every log)", v)
+		case prefixes[prefix] != 0:
+			return 0, nil, bad("%q: the retention of %s is given twice", v, prefix)
+		default:
+			if prefixes == nil {
+				prefixes = map[string]time.Duration{}
+			}
+			prefixes[prefix] = d
+		}
+	}
+	return all, prefixes, nil
 }
 
 // parseDuration reads a Go duration, optionally led by a whole number of
@@ -101,7 +145,9 @@ func runGC(ctx context.Context, w io.Writer, s *session, opts *cas.GCOptions) er
 		return err
 	}
 	defer closeStore()
-	st, err := repo.GC(ctx, opts)
+	pctx, pw := s.withProgress(ctx)
+	st, err := repo.GC(pctx, opts)
+	pw.Close()
 	if err != nil {
 		return err
 	}
@@ -196,7 +242,9 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 	if dangling {
 		opts.Dangling = thread.IsHead
 	}
-	rep, err := repo.Fsck(ctx, opts)
+	pctx, pw := s.withProgress(ctx)
+	rep, err := repo.Fsck(pctx, opts)
+	pw.Close()
 	if err != nil {
 		return err
 	}

@@ -233,6 +233,11 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 		items, nodes, chunkBytes = items[:0], nodes[:0], 0
 		return out.Flush()
 	}
+	// Progress counts the files read; how many there are is not known
+	// until stdin ends.
+	_, pw := s.withProgress(ctx)
+	c := pw.Start("put", "files", "files", 0)
+	defer pw.Close()
 	in := bufio.NewReaderSize(r, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -264,6 +269,7 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 			}
 		}
 		items = append(items, it)
+		c.Add(1)
 		if len(items) >= batchChunkNodes || chunkBytes >= int64(batchChunkBytes) {
 			if err := flush(); err != nil {
 				return err
@@ -276,6 +282,7 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 	if err := flush(); err != nil {
 		return err
 	}
+	c.End()
 	if fails > 0 {
 		return fmt.Errorf("put --batch: %d of %d files failed", fails, total)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/progress"
 )
 
 func casRefsCommand() *cli.Command {
@@ -112,13 +113,22 @@ func runWalk(ctx context.Context, w io.Writer, s *session, arg string, tree bool
 	}
 	out := bufio.NewWriterSize(w, 64<<10)
 	p := &walkPrinter{w: out, json: s.json, tree: tree, names: names}
+	// On a terminal the listing itself shows the progress: a bar would be
+	// drawn over its lines.
+	pctx, pw := ctx, (*progress.Writer)(nil)
+	if !progress.IsTerminal(w) || s.progress != nil {
+		pctx, pw = s.withProgress(ctx)
+	}
 	if tree {
-		err = walkTree(ctx, repo, h, p)
+		c := pw.Start("walk", "nodes", "nodes", 0)
+		err = walkTree(ctx, repo, h, p, c)
+		c.End()
 	} else {
-		err = repo.Walk(ctx, []cas.Hash{h}, func(h cas.Hash, n cas.Node, _ []cas.Hash) error {
+		err = repo.Walk(pctx, []cas.Hash{h}, func(h cas.Hash, n cas.Node, _ []cas.Hash) error {
 			return p.node(walkEntry{Hash: h, Type: n.Type}, 0, "", false)
 		})
 	}
+	pw.Close()
 	if ferr := p.finish(err == nil); err == nil {
 		err = ferr
 	}
@@ -128,7 +138,7 @@ func runWalk(ctx context.Context, w io.Writer, s *session, arg string, tree bool
 // walkTree prints the graph below root depth-first, expanding each node
 // once. It keeps its own stack: a thread's chain may be deeper than is
 // comfortable for recursion.
-func walkTree(ctx context.Context, repo *cas.Repo, root cas.Hash, p *walkPrinter) error {
+func walkTree(ctx context.Context, repo *cas.Repo, root cas.Hash, p *walkPrinter, c *progress.Counter) error {
 	type frame struct {
 		hash  cas.Hash
 		from  cas.Hash
@@ -157,6 +167,7 @@ func walkTree(ctx context.Context, repo *cas.Repo, root cas.Hash, p *walkPrinter
 			return fmt.Errorf("walk: %w", err)
 		}
 		seen[f.hash] = n.Type
+		c.Add(1)
 		if err := p.node(walkEntry{Hash: f.hash, Type: n.Type}, f.depth, f.path, false); err != nil {
 			return err
 		}

@@ -67,3 +67,47 @@ func TestGCUnknownEdges(t *testing.T) {
 		t.Errorf("the garbage is gone after a GC that deleted nothing: has = %q", out)
 	}
 }
+
+// TestGCLogRetentionPrefix: runs/ keeps its log an hour by default, the
+// rest 30 days; "--log-retention PREFIX=D" changes a prefix's, so a value
+// only an old log entry names goes or stays accordingly.
+func TestGCLogRetentionPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		runGone  bool // runs/x's middle value collected
+		laneGone bool // lanes/x's middle value collected
+	}{
+		{"defaults", nil, true, false},
+		{"runs/ kept a day", []string{"--log-retention", "runs/=1d"}, false, false},
+		{"none for lanes/", []string{"--log-retention", "lanes/=0", "--log-retention", "runs/=3h"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			set := func(ref string, vals ...string) []cas.Hash {
+				var hs []cas.Hash
+				for _, v := range vals {
+					h := e.okHash("", "cas", "put-text", v)
+					e.ok("", "cas", "ref", "set", ref, h.String())
+					hs = append(hs, h)
+				}
+				return hs
+			}
+			run := set("runs/x", "run 1", "run 2", "run 3")
+			lane := set("lanes/x", "lane 1", "lane 2", "lane 3")
+			e.clock.Advance(2 * time.Hour)
+			e.ok("", append([]string{"cas", "gc"}, tc.args...)...)
+			has := func(h cas.Hash) bool { return e.run("", "cas", "has", h.String()).stdout == "yes\n" }
+			if has(run[1]) == tc.runGone {
+				t.Errorf("runs/x's middle value present = %v, want %v", tc.runGone, !tc.runGone)
+			}
+			if has(lane[1]) == tc.laneGone {
+				t.Errorf("lanes/x's middle value present = %v, want %v", tc.laneGone, !tc.laneGone)
+			}
+			if !has(run[2]) || !has(lane[2]) {
+				t.Error("a ref's target was collected")
+			}
+			e.ok("", "cas", "fsck")
+		})
+	}
+}

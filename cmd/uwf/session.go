@@ -18,6 +18,7 @@ import (
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/progress"
 	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/store"
 	"github.com/uncaged/uwf/thread"
@@ -32,6 +33,7 @@ type session struct {
 	store      string // the --store URL as given ("" for <home>/store)
 	durability string // the --durability flag as given ("" if unset)
 	json       bool
+	progress   *bool          // --progress as given; nil if unset (show on a terminal)
 	log        *slog.Logger   // masked by mask
 	mask       *secret.Masker // the known secrets: the store's password, then config's (nil: none)
 	stdin      io.Reader
@@ -50,6 +52,10 @@ func newSession(c *cli.Context) (*session, error) {
 		json:       c.Bool("json"),
 		stdin:      c.App.Reader,
 		stderr:     c.App.ErrWriter,
+	}
+	if c.IsSet("progress") {
+		p := c.Bool("progress")
+		s.progress = &p
 	}
 	if now, ok := c.App.Metadata[metaNow].(func() time.Time); ok {
 		s.now = now
@@ -215,3 +221,31 @@ func absStoreURL(raw string) string {
 
 // printableStoreURL is storeURL with any password hidden.
 func (s *session) printableStoreURL() string { return secret.RedactURL(s.storeURL()) }
+
+// withProgress returns ctx carrying a reporter of the library's long
+// operations ([cas.WithProgress]) and the writer it draws with, when
+// progress is to be shown: on a terminal stderr (a bar, or JSON lines
+// with --json) unless --progress=false, and elsewhere only with
+// --progress (text lines, or JSON lines). Otherwise it returns ctx and a
+// nil writer, whose methods do nothing. The caller closes the writer when
+// the work is done.
+func (s *session) withProgress(ctx context.Context) (context.Context, *progress.Writer) {
+	if s.stderr == nil || s.progress != nil && !*s.progress {
+		return ctx, nil
+	}
+	tty := progress.IsTerminal(s.stderr)
+	var mode progress.Mode
+	switch {
+	case s.json:
+		mode = progress.JSON
+	case tty:
+		mode = progress.Bar
+	default:
+		mode = progress.Lines
+	}
+	if !tty && s.progress == nil {
+		return ctx, nil
+	}
+	pw := progress.New(s.stderr, mode)
+	return cas.WithProgress(ctx, pw.Report), pw
+}

@@ -47,6 +47,7 @@ var internalAllowed = map[string][]string{
 	"internal/atomicfile": {"golang.org/x/sys"},        // renameat2, syncfs, flock on every Unix architecture
 	"internal/pgtest":     {"github.com/jackc/pgx/v5"}, // tests' schemas on the test server, dropped after
 	"internal/dirnotify":  {"golang.org/x/sys"},        // inotify, waking the disk store's watchers
+	"internal/progress":   {"cas", "golang.org/x/sys"}, // cas.Progress on stderr; x/sys tells a terminal
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
 	"internal/jsonschema":      {"golang.org/x/text"},
@@ -64,10 +65,12 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 
 // testOnly lists what one package's tests may import besides testAlso:
 // the viewer's tests drive a real headless Chromium; serve's tests make
-// thread IDs of their own (fixed, for golden files).
+// thread IDs of their own (fixed, for golden files); uwf's tests draw
+// progress bars on a pseudo-terminal.
 var testOnly = map[string][]string{
 	"serve/web": {"github.com/chromedp/chromedp"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
+	"cmd/uwf":   {"github.com/creack/pty"}, // progress bars on a real pseudo-terminal
 }
 
 // testNever lists what a package's tests may not import even so: the

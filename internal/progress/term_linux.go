@@ -1,0 +1,5 @@
+package progress
+
+import "golang.org/x/sys/unix"
+
+const ioctlReadTermios = unix.TCGETS

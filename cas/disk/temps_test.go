@@ -26,8 +26,8 @@ func TestGCRemovesStaleTemps(t *testing.T) {
 		wantRemoved int
 	}{
 		{name: "default age keeps fresh files", wantLeft: []string{".tmp-99999-1", ".tmp-99999-2"}},
-		{name: "stale ones go", staleAge: 200 * time.Millisecond, wantLeft: []string{".tmp-99999-2"}, wantRemoved: 1},
-		{name: "dry run counts", staleAge: 200 * time.Millisecond, dryRun: true, wantLeft: []string{".tmp-99999-1", ".tmp-99999-2"}, wantRemoved: 1},
+		{name: "stale ones go", staleAge: 1500 * time.Millisecond, wantLeft: []string{".tmp-99999-2"}, wantRemoved: 1},
+		{name: "dry run counts", staleAge: 1500 * time.Millisecond, dryRun: true, wantLeft: []string{".tmp-99999-1", ".tmp-99999-2"}, wantRemoved: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := &disk.Options{Durability: disk.DurabilityNone}

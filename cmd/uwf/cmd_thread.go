@@ -18,6 +18,7 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/progress"
 	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
@@ -850,7 +851,7 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 	// stderr.
 	// On a terminal, a table of the newest threadTableRows unless --limit
 	// says otherwise: one more is asked for, to say that there are more.
-	table := !s.json && isTerminal(w)
+	table := !s.json && progress.IsTerminal(w)
 	if table && !limitSet {
 		opts.Limit = threadTableRows + 1
 	}

@@ -266,6 +266,7 @@ type initResult struct {
 	ConfigWrote  bool     `json:"configChanged"`
 	Env          string   `json:"env"`
 	EnvWrote     bool     `json:"envChanged"`
+	EnvNarrowed  bool     `json:"envNarrowed,omitempty"` // an existing .env readable by others was set to mode 0600
 	Provider     string   `json:"provider,omitempty"`
 	BaseURL      string   `json:"baseURL,omitempty"`
 	Model        string   `json:"model,omitempty"`
@@ -439,7 +440,9 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 					}
 					r.ask.say("  an API key has no spaces\n")
 				}
-			case where == "":
+			case where == "" && !(exists && p.APIKeyEnv == keyEnv):
+				// A provider new to config.yaml needs its key; one already
+				// there was set up before (its key may come later).
 				r.missing = append(r.missing, "--api-key-stdin (or "+keyEnv+" set in the environment, or --no-api-key)")
 			}
 			if key != "" {
@@ -501,7 +504,7 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 		return err
 	}
 	if len(r.missing) > 0 {
-		return usageErrorf(s.cmd, "stdin is not a terminal, so nothing can be asked, and no answer was given for: %s (pass them, or --yes to take the defaults)", strings.Join(r.missing, ", "))
+		return usageErrorf(s.cmd, "stdin is not a terminal, so nothing can be asked, and no answer was given for: %s (pass them; --yes takes the defaults where there are some)", strings.Join(r.missing, ", "))
 	}
 	if agentOK && agentName != "none" {
 		name := agentName
@@ -530,6 +533,14 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 		if res.EnvWrote, err = config.SetEnv(home, keyEnv, key); err != nil {
 			return err
 		}
+	}
+	// .env holds secrets: narrow a file readable by others, even when no
+	// key was written to it.
+	if fi, err := os.Stat(res.Env); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(res.Env, 0o600); err != nil {
+			return fmt.Errorf("narrow %s to mode 0600: %w", res.Env, err)
+		}
+		res.EnvNarrowed = true
 	}
 	after, err := config.Load(home, agent.Builtins())
 	if err != nil {
@@ -578,6 +589,9 @@ func printInit(w io.Writer, res initResult, cfg *config.Config) error {
 	}
 	if res.EnvWrote {
 		fmt.Fprintf(&b, "Wrote %s (mode 0600): %s.\n", res.Env, res.APIKeyEnv)
+	}
+	if res.EnvNarrowed && !res.EnvWrote {
+		fmt.Fprintf(&b, "Narrowed %s to mode 0600: it holds secrets.\n", res.Env)
 	}
 	if res.Provider != "" {
 		fmt.Fprintf(&b, "  provider       %s: %s\n", res.Provider, res.BaseURL)

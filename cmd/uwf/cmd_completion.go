@@ -155,8 +155,15 @@ func (cp *completer) complete(ctx context.Context, words []string) []candidate {
 	case pending != nil:
 		out = cp.flagValues(ctx, pending.Names()[0], path)
 	case strings.HasPrefix(cur, "-") && !dashdash:
+		// The command's own flags first, then its parents', the global
+		// ones last.
+		var listed []cli.Flag
+		for i := len(path) - 1; i >= 0; i-- {
+			listed = append(listed, path[i].Flags...)
+		}
+		listed = append(listed, cp.app.Flags...)
 		seen := map[string]bool{}
-		for _, f := range append(flags, cli.HelpFlag) {
+		for _, f := range append(listed, cli.HelpFlag) {
 			for _, n := range f.Names() {
 				if len(n) > 1 && !seen[n] {
 					seen[n] = true

@@ -37,7 +37,8 @@ var allowed = map[string][]string{
 	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
 	"store":  {"cas", "cas/disk", "cas/postgres"},
 	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples", "serve",
-		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
+		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3",
+		"golang.org/x/term"}, // uwf init's hidden API-key prompt
 }
 
 // internalAllowed lists what internal helpers may import besides the
@@ -66,6 +67,7 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 // the viewer's tests drive a real headless Chromium; serve's tests make
 // thread IDs of their own (fixed, for golden files).
 var testOnly = map[string][]string{
+	"cmd/uwf":   {"github.com/creack/pty"}, // uwf init's questions answered on a real pseudo-terminal
 	"serve/web": {"github.com/chromedp/chromedp"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 }

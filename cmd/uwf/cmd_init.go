@@ -28,7 +28,7 @@ func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:    "init",
 		Aliases: []string{"setup"},
-		Usage:   "set up <home>/config.yaml and .env: an LLM provider, model and API key, and the default agent",
+		Usage:   "set up config.yaml and .env: the LLM provider, model and API key, and the default agent",
 		Description: `On a terminal, asks for the LLM provider, its base URL, the model, the API key
 (not echoed) and the default agent, offering the agent CLIs found on PATH
 (claude, codex, cursor-agent, gemini, hermes, aider, opencode); Enter takes

@@ -692,31 +692,69 @@ func (p *prompter) line(prompt string) (string, error) {
 	}
 }
 
-// secret asks prompt and reads a line without echoing it.
+// secret asks prompt and reads a line without echoing it. The terminal
+// is in raw mode meanwhile (restored on every return), so the keys are
+// handled here: Enter ends the line, Backspace and Ctrl-U edit it, Ctrl-C
+// interrupts (context.Canceled, as SIGINT does), Ctrl-D on an empty line
+// ends the input.
 func (p *prompter) secret(prompt string) (string, error) {
 	fd := int(p.in.Fd())
-	state, err := term.GetState(fd)
+	state, err := term.MakeRaw(fd)
 	if err != nil {
 		return "", fmt.Errorf("read the API key: %w", err)
 	}
+	defer term.Restore(fd, state)
 	io.WriteString(p.out, prompt)
 	ch := make(chan readResult, 1)
 	go func() {
-		b, err := term.ReadPassword(fd)
-		ch <- readResult{string(b), err}
-	}()
-	select {
-	case r := <-ch:
-		io.WriteString(p.out, "\n")
-		if r.err != nil {
-			return "", fmt.Errorf("read the API key: %w", r.err)
+		var b []byte
+		one := make([]byte, 1)
+		for {
+			n, err := p.in.Read(one)
+			if err != nil {
+				ch <- readResult{"", fmt.Errorf("read the API key: %w", err)}
+				return
+			}
+			if n == 0 {
+				continue
+			}
+			switch c := one[0]; c {
+			case '\r', '\n':
+				ch <- readResult{string(b), nil}
+				return
+			case 3: // Ctrl-C
+				ch <- readResult{"", context.Canceled}
+				return
+			case 4: // Ctrl-D
+				if len(b) == 0 {
+					ch <- readResult{"", errEndOfInput}
+					return
+				}
+			case 0x7f, '\b': // Backspace: one character (a UTF-8 sequence) back
+				for len(b) > 0 {
+					last := b[len(b)-1]
+					b = b[:len(b)-1]
+					if last&0xc0 != 0x80 {
+						break
+					}
+				}
+			case 0x15: // Ctrl-U
+				b = b[:0]
+			default:
+				if c >= 0x20 {
+					b = append(b, c)
+				}
+			}
 		}
-		return r.s, nil
+	}()
+	var r readResult
+	select {
+	case r = <-ch:
 	case <-p.ctx.Done():
-		term.Restore(fd, state)
-		io.WriteString(p.out, "\n")
-		return "", p.ctx.Err()
+		r = readResult{"", p.ctx.Err()}
 	}
+	io.WriteString(p.out, "\r\n") // raw mode: no carriage return of its own
+	return r.s, r.err
 }
 
 var errEndOfInput = errors.New("uwf init: the input ended before every question was answered")

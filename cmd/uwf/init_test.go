@@ -296,7 +296,7 @@ func TestInitTerminal(t *testing.T) {
 	p.expect("Model [openai/gpt-4o-mini]: ")
 	p.send("anthropic/claude-3.5-haiku\n")
 	p.expect("API key, kept in .env as OPENROUTER_API_KEY (not shown; Enter to skip): ")
-	p.send(testKey + "\n")
+	p.send(testKey[:6] + "Zz\x7f\x7f" + testKey[6:] + "\r") // two typos taken back; a terminal's Enter
 	p.expect("Default agent (claude, gemini, llm, human, synth, none) [claude]: ")
 	p.send("codexx\n")
 	p.expect("not an agent: choose one of claude, gemini, llm, human, synth, none")
@@ -352,6 +352,11 @@ func TestInitTerminal(t *testing.T) {
 // TestInitTerminalInterrupt interrupts uwf init at the hidden key prompt:
 // it exits 130, writes nothing, and leaves the terminal echoing.
 func TestInitTerminalInterrupt(t *testing.T) {
+	t.Run("Ctrl-C", func(t *testing.T) { testInitInterrupt(t, true) })
+	t.Run("SIGINT", func(t *testing.T) { testInitInterrupt(t, false) })
+}
+
+func testInitInterrupt(t *testing.T, byKey bool) {
 	fakePath(t)
 	home := filepath.Join(t.TempDir(), "home")
 	p := startPTY(t, home, "init", "--provider", "openai", "--model", "gpt-4o")
@@ -360,7 +365,11 @@ func TestInitTerminalInterrupt(t *testing.T) {
 	p.expect("(not shown; Enter to skip): ")
 	p.send("sk-half")
 	time.Sleep(50 * time.Millisecond)
-	p.cmd.Process.Signal(syscall.SIGINT)
+	if byKey {
+		p.send("\x03")
+	} else {
+		p.cmd.Process.Signal(syscall.SIGINT)
+	}
 	code, shown := p.wait()
 	if code != 130 {
 		t.Errorf("exit %d, want 130:\n%s", code, shown)
@@ -396,5 +405,34 @@ func TestInitJSON(t *testing.T) {
 	}
 	if cfg := e.readConfig(); !strings.Contains(cfg, "aider: {command: aider, args: [--message-file, /dev/stdin, --yes-always, --no-pretty, --no-stream]}") {
 		t.Errorf("config.yaml:\n%s", cfg)
+	}
+}
+
+// TestInitTerminalEOF ends the input (Ctrl-D) at each kind of question:
+// exit 1, a message saying so, nothing written.
+func TestInitTerminalEOF(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		until string
+	}{
+		{"a question", []string{"init"}, "[openai]: "},
+		{"the hidden key", []string{"init", "--provider", "openai", "--base-url", "https://api.openai.com/v1", "--model", "gpt-4o"}, "(not shown; Enter to skip): "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakePath(t)
+			os.Unsetenv("OPENAI_API_KEY")
+			home := filepath.Join(t.TempDir(), "home")
+			p := startPTY(t, home, tc.args...)
+			p.expect(tc.until)
+			p.send("\x04")
+			code, shown := p.wait()
+			if code != 1 || !strings.Contains(shown, "uwf: uwf init: the input ended before every question was answered") {
+				t.Errorf("exit %d:\n%s", code, shown)
+			}
+			if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("init wrote its home after the input ended")
+			}
+		})
 	}
 }

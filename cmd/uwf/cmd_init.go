@@ -384,6 +384,12 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 		modelName := provider
 		if hasModel && oldM.Provider == provider {
 			modelName = oldModel
+		} else {
+			// A model of that name belonging to another provider is left
+			// alone: take the next free name.
+			for i := 2; cfg.Models[modelName].Provider != "" && cfg.Models[modelName].Provider != provider; i++ {
+				modelName = fmt.Sprintf("%s-%d", provider, i)
+			}
 		}
 		res.Provider, res.BaseURL, res.Model, res.ModelID, res.APIKeyEnv = provider, baseURL, modelName, modelID, keyEnv
 		if baseURL != "" && modelID != "" {
@@ -402,12 +408,14 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 			_, inOS := os.LookupEnv(keyEnv)
 			where := ""
 			switch {
+			case have == "": // unset, or set to nothing: no key
 			case inEnv && inOS:
 				where = "environment"
-			case inEnv && have != "":
+			case inEnv:
 				where = ".env"
 			}
 			switch {
+			case f.noKey:
 			case f.keyStdin:
 				b, err := io.ReadAll(io.LimitReader(s.stdin, 64<<10))
 				if err != nil {
@@ -453,13 +461,21 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 				res.APIKey = ".env"
 			case where != "":
 				res.APIKey = where
+			case f.noKey:
+				res.APIKey = "none needed"
 			default:
 				res.APIKey = "missing"
 			}
 		} else {
+			if f.keyStdin {
+				return usageErrorf(s.cmd, "--api-key-stdin: provider %s needs no key (pass --api-key-env VAR to name the variable that holds one)", provider)
+			}
 			res.APIKey = "none needed"
 		}
 	} else {
+		if f.keyStdin && ok {
+			return usageErrorf(s.cmd, "--api-key-stdin: there is no provider to give a key to (--provider none)")
+		}
 		res.APIKey = "none needed"
 	}
 

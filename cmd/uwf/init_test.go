@@ -136,6 +136,18 @@ agentOverrides:
 	if got := e.readEnvFile(); got != wantEnv {
 		t.Errorf(".env = %q, want %q", got, wantEnv)
 	}
+	// A model already named after the provider, of another provider, is
+	// left alone.
+	e.ok("", "config", "set", "models.groq", "{provider: openai, model: gpt-4o}")
+	e.ok("", "init", "--provider", "groq", "--no-api-key", "--yes")
+	cfg = e.readConfig()
+	for _, want := range []string{"groq: {provider: openai, model: gpt-4o}", "groq-2:\n    provider: groq\n    model: llama-3.1-8b-instant", "defaultModel: groq-2"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config.yaml lacks %q:\n%s", want, cfg)
+		}
+	}
+	e.ok("", "init", "--provider", "anthropic", "--yes")
+
 	// The same answers again change nothing.
 	before := e.readConfig()
 	out = e.ok("", "init", "--provider", "anthropic", "--agent", "codex")
@@ -164,6 +176,8 @@ func TestInitErrors(t *testing.T) {
 		{"unknown agent", "", "", []string{"init", "--agent", "nobody", "--yes", "--no-api-key"}, 2, `invalid --agent "nobody": not an agent`},
 		{"llm without a model", "", "", []string{"init", "--provider", "none", "--agent", "llm"}, 2, "the llm agent needs a model"},
 		{"arguments", "", "", []string{"init", "extra"}, 2, "want no arguments"},
+		{"key for a keyless provider", "", "sk-abc\n", []string{"init", "--provider", "ollama", "--api-key-stdin", "--yes"}, 2, "provider ollama needs no key"},
+		{"key without provider", "", "sk-abc\n", []string{"init", "--provider", "none", "--api-key-stdin", "--yes"}, 2, "no provider to give a key to"},
 		{"broken config", "agents:\n  coder: {command: x, colour: red}\n", "", []string{"init", "--yes"}, 1, `agents.coder: unknown key "colour"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -319,6 +319,7 @@ func TestInitTerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("uwf init exited %d:\n%s", code, shown)
 	}
+	t.Logf("the terminal showed:\n%s", shown)
 	if strings.Contains(shown, testKey) {
 		t.Errorf("the key was echoed or printed:\n%s", shown)
 	}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,7 +18,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/internal/atomicfile"
 	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/internal/yamldoc"
 )
@@ -913,101 +911,10 @@ func namesVariables(segs []string) bool {
 // alone); the file is replaced atomically. builtins names the agents that
 // need no entry, as for [Load].
 func Set(home, path, value string, builtins Builtins) error {
-	file := filepath.Join(home, File)
-	segs := strings.Split(path, ".")
-	if slices.Contains(segs, "") {
+	if slices.Contains(strings.Split(path, "."), "") {
 		return fmt.Errorf("config set %q: %w: empty path segment", path, cas.ErrInvalid)
 	}
-	data, err := yamldoc.ReadFile(file, maxConfigSize)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	perm := fs.FileMode(0o600)
-	if fi, err := os.Stat(file); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	var doc yaml.Node
-	if parsed, err := cas.ParseYAMLNode(data); err != nil {
-		_, perr := Parse(file, data, builtins)
-		if perr == nil {
-			perr = err
-		}
-		return fmt.Errorf("config set %s: %w", path, perr)
-	} else if parsed != nil {
-		doc = *parsed
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		if c := strings.TrimSpace(string(data)); c != "" {
-			root.HeadComment = c // a file of comments only
-		}
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
-	}
-	root := doc.Content[0]
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-		*root = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: root.HeadComment}
-	}
-	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("config set %s: %w: %s is not a mapping", path, cas.ErrInvalid, file)
-	}
-	val := yamlValue(value)
-	cur := root
-	for i, seg := range segs {
-		last := i == len(segs)-1
-		var v *yaml.Node
-		for j := 0; j+1 < len(cur.Content); j += 2 {
-			if k := yamldoc.Resolve(cur.Content[j]); k != nil && k.Value == seg {
-				v = cur.Content[j+1]
-			}
-		}
-		if v == nil {
-			v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-			if last {
-				v = val
-			}
-			if len(cur.Content) == 0 {
-				cur.Style &^= yaml.FlowStyle // "{}" grows into a block mapping
-			}
-			cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg}, v)
-			cur = v
-			continue
-		}
-		if last {
-			hc, lc, fc := v.HeadComment, v.LineComment, v.FootComment
-			*v = *val
-			v.HeadComment, v.LineComment, v.FootComment = hc, lc, fc
-			break
-		}
-		if v.Kind == yaml.AliasNode {
-			return fmt.Errorf("config set %s: %w: %s is an alias; edit the anchor instead", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."))
-		}
-		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
-			hc, lc, fc := v.HeadComment, v.LineComment, v.FootComment
-			*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", HeadComment: hc, LineComment: lc, FootComment: fc}
-		}
-		if v.Kind != yaml.MappingNode {
-			return fmt.Errorf("config set %s: %w: %s is %s, not a mapping", path, cas.ErrInvalid, strings.Join(segs[:i+1], "."), yamldoc.Describe(v))
-		}
-		cur = v
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return fmt.Errorf("config set %s: %w", path, err)
-	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("config set %s: %w", path, err)
-	}
-	if _, err := Parse(file, buf.Bytes(), builtins); err != nil {
-		return fmt.Errorf("config set %s: the result would be invalid: %w", path, err)
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	// Written beside it, synced, renamed over it, the folder synced; created
-	// with its mode, so a 0600 file holding secrets is never readable wider.
-	return atomicfile.ReplacePerm(atomicfile.OS, "", file, buf.Bytes(), perm, true)
+	return update(home, "config set "+path, []Edit{{Path: path, Value: value}}, builtins)
 }
 
 // yamlValue reads a value given on the command line as a YAML node.

@@ -2,6 +2,9 @@ package config_test
 
 import (
 	"fmt"
+	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/uncaged/uwf/config"
 )
@@ -89,4 +92,48 @@ agents:
 	// reviewer: /opt/codex/bin/codex [exec --json --sandbox workspace-write --skip-git-repo-check] prompt on stdin, output read as codex
 	// experimental: aider
 	// experimental: hermes
+}
+
+// ExampleUpdate sets up a provider and its model in one validated change,
+// as uwf init does, and puts the key in .env: the comments of both files
+// stay.
+func ExampleUpdate() {
+	home, err := os.MkdirTemp("", "uwf-config")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte("# mine\nsecrets: [MY_VAR] # masked too\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".env"), []byte("# secrets\n"), 0o600)
+
+	// defaultModel alone would be invalid (no such model): the edits are
+	// checked together.
+	changed, err := config.Update(home, []config.Edit{
+		{Path: "providers.openai.baseURL", Value: "https://api.openai.com/v1"},
+		{Path: "providers.openai.apiKeyEnv", Value: "OPENAI_API_KEY"},
+		{Path: "models.small", Value: "{provider: openai, model: gpt-4o-mini}"},
+		{Path: "defaultModel", Value: "small"},
+	}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := config.SetEnv(home, "OPENAI_API_KEY", "sk-example-key"); err != nil {
+		log.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	e, _ := os.ReadFile(filepath.Join(home, ".env"))
+	fmt.Printf("changed: %v\n%s%s", changed, b, e)
+	// Output:
+	// changed: true
+	// # mine
+	// secrets: [MY_VAR] # masked too
+	// providers:
+	//   openai:
+	//     baseURL: https://api.openai.com/v1
+	//     apiKeyEnv: OPENAI_API_KEY
+	// models:
+	//   small: {provider: openai, model: gpt-4o-mini}
+	// defaultModel: small
+	// # secrets
+	// OPENAI_API_KEY=sk-example-key
 }

@@ -136,6 +136,7 @@ func TestCLIDoc(t *testing.T) {
 		}
 	}
 	commands := map[string]*cli.Command{}
+	aliases := map[string]*cli.Command{}
 	var walk func(prefix string, cmds []*cli.Command)
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
@@ -145,6 +146,9 @@ func TestCLIDoc(t *testing.T) {
 			path := strings.TrimSpace(prefix + " " + c.Name)
 			commands[path] = c
 			walk(path, c.Subcommands)
+			for _, a := range c.Aliases { // documented beside the name: "uwf init (alias uwf setup)"
+				aliases[strings.TrimSpace(prefix+" "+a)] = c
+			}
 		}
 	}
 	walk("", app.Commands)
@@ -153,6 +157,9 @@ func TestCLIDoc(t *testing.T) {
 	for _, s := range sections {
 		for i, path := range s.commands {
 			c, ok := commands[path]
+			if a, isAlias := aliases[path]; !ok && isAlias {
+				c, ok = a, true
+			}
 			if !ok {
 				t.Errorf("docs/CLI.md:%d: the section documents `uwf %s`, which is no command", s.line, path)
 				continue

@@ -161,12 +161,3 @@ func demoNext(home, storeURL, thread, fork string, at cas.Hash) string {
 	}
 	return b.String()
 }
-
-// shellWord quotes s for a POSIX shell when it holds anything a shell
-// would read specially.
-func shellWord(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?;&|<>()[]{}#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}

@@ -37,7 +37,8 @@ var allowed = map[string][]string{
 	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
 	"store":  {"cas", "cas/disk", "cas/postgres"},
 	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples", "serve",
-		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
+		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3",
+		"golang.org/x/term"}, // uwf init's hidden API-key prompt
 }
 
 // internalAllowed lists what internal helpers may import besides the
@@ -68,9 +69,9 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 // thread IDs of their own (fixed, for golden files); uwf's tests draw
 // progress bars on a pseudo-terminal.
 var testOnly = map[string][]string{
+	"cmd/uwf":   {"github.com/creack/pty"}, // uwf init's questions and the progress bars on a real pseudo-terminal
 	"serve/web": {"github.com/chromedp/chromedp"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
-	"cmd/uwf":   {"github.com/creack/pty"}, // progress bars on a real pseudo-terminal
 }
 
 // testNever lists what a package's tests may not import even so: the

@@ -1,0 +1,777 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
+
+	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/yamldoc"
+)
+
+// initCommand is "uwf init" (alias "setup"): config.yaml and .env in a
+// few questions, or from flags alone.
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:    "init",
+		Aliases: []string{"setup"},
+		Usage:   "set up config.yaml and .env: the LLM provider, model and API key, and the default agent",
+		Description: `On a terminal, asks for the LLM provider, its base URL, the model, the API key
+(not echoed) and the default agent, offering the agent CLIs found on PATH
+(claude, codex, cursor-agent, gemini, hermes, aider, opencode); Enter takes
+the [default]. A flag answers its question, which is then not asked. When
+stdin is not a terminal nothing is asked: each answer comes from its flag,
+else from the existing configuration, else (with --yes) from the default;
+a missing one is a usage error naming the flags to pass.
+
+Writes config.yaml (the provider, a model named after it, defaultModel,
+defaultAgent, and an entry for a chosen agent CLI) and the key into .env
+(mode 0600) under the variable that providers.<p>.apiKeyEnv names; the key
+is never printed. Run it again to change answers: it edits both files,
+keeping their comments and every other setting. The result is validated
+before anything is written; then it prints what it set and the next
+command to run.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "provider", Usage: "the LLM provider `NAME`: " + strings.Join(providerNames(), ", ") + ", a name of your own (with --base-url), or none"},
+			&cli.StringFlag{Name: "base-url", Usage: "the provider's OpenAI-compatible API root `URL`"},
+			&cli.StringFlag{Name: "model", Usage: "the provider's model `ID`, such as gpt-4o-mini"},
+			&cli.StringFlag{Name: "api-key-env", Usage: "the `VAR` that holds the API key (default: the provider's usual one, or <PROVIDER>_API_KEY)"},
+			&cli.BoolFlag{Name: "api-key-stdin", Usage: "read the API key from stdin (a key given as an argument would show in ps and shell history)"},
+			&cli.BoolFlag{Name: "no-api-key", Usage: "the provider needs no API key"},
+			&cli.StringFlag{Name: "agent", Usage: "the default `AGENT`: an agent CLI (" + strings.Join(agentCLINames(), ", ") + "), a configured agent, llm, human, synth, or none"},
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "ask nothing: take the default of every question no flag answers"},
+		},
+		Action: withSession(func(c *cli.Context, s *session) error {
+			if err := wantArgs(c, 0, 0, ""); err != nil {
+				return err
+			}
+			f := initFlags{
+				given:    map[string]string{},
+				keyStdin: c.Bool("api-key-stdin"),
+				noKey:    c.Bool("no-api-key"),
+				yes:      c.Bool("yes"),
+			}
+			for _, name := range []string{"provider", "base-url", "model", "api-key-env", "agent"} {
+				if c.IsSet(name) {
+					f.given[name] = c.String(name)
+				}
+			}
+			if f.keyStdin && f.noKey {
+				return usageErrorf(s.cmd, "--api-key-stdin and --no-api-key contradict each other")
+			}
+			return runInit(c.Context, c.App.Writer, s, f)
+		}),
+	}
+}
+
+// knownProvider is an OpenAI-compatible endpoint uwf init knows the
+// defaults of.
+type knownProvider struct {
+	name, baseURL, model string
+	keyEnv               string // "": it needs no key
+}
+
+var knownProviders = []knownProvider{
+	{"openai", "https://api.openai.com/v1", "gpt-4o-mini", "OPENAI_API_KEY"},
+	{"anthropic", "https://api.anthropic.com/v1", "claude-3-5-haiku-latest", "ANTHROPIC_API_KEY"},
+	{"openrouter", "https://openrouter.ai/api/v1", "openai/gpt-4o-mini", "OPENROUTER_API_KEY"},
+	{"gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "gemini-2.0-flash", "GEMINI_API_KEY"},
+	{"groq", "https://api.groq.com/openai/v1", "llama-3.1-8b-instant", "GROQ_API_KEY"},
+	{"deepseek", "https://api.deepseek.com/v1", "deepseek-chat", "DEEPSEEK_API_KEY"},
+	{"mistral", "https://api.mistral.ai/v1", "mistral-small-latest", "MISTRAL_API_KEY"},
+	{"ollama", "http://localhost:11434/v1", "llama3.2", ""},
+}
+
+func providerNames() []string {
+	var out []string
+	for _, p := range knownProviders {
+		out = append(out, p.name)
+	}
+	return out
+}
+
+func findProvider(name string) (knownProvider, bool) {
+	for _, p := range knownProviders {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return knownProvider{}, false
+}
+
+// agentCLI is a coding agent's command line that uwf init offers as an
+// agent: run in its headless mode, it reads the prompt on stdin and
+// prints its answer on stdout, as uwf's agent protocol wants
+// (docs/AGENTS.md).
+type agentCLI struct {
+	name    string   // the agent's name in config.yaml
+	command string   // the program, looked up in PATH
+	title   string   // the tool's name, for people
+	args    []string // its headless mode
+	source  string   // where that mode is documented
+}
+
+var agentCLIs = []agentCLI{
+	{"claude", "claude", "Claude Code", []string{"-p", "--output-format", "text"}, "https://docs.claude.com/en/docs/claude-code/headless"},
+	{"codex", "codex", "Codex CLI", []string{"exec", "-"}, "https://developers.openai.com/codex/noninteractive"},
+	{"cursor", "cursor-agent", "Cursor CLI", []string{"-p", "--output-format", "text"}, "https://docs.cursor.com/en/cli/headless"},
+	{"gemini", "gemini", "Gemini CLI", []string{}, "https://geminicli.com/docs/cli/headless"},
+	{"hermes", "hermes", "Hermes Agent", []string{"chat", "--oneshot", "--query-file", "-"}, "https://hermes-agent.nousresearch.com/docs/user-guide/cli"},
+	{"aider", "aider", "Aider", []string{"--message-file", "/dev/stdin", "--yes-always", "--no-pretty", "--no-stream"}, "https://aider.chat/docs/scripting.html"},
+	{"opencode", "opencode", "opencode", []string{"run"}, "https://opencode.ai/docs/cli/"},
+}
+
+func agentCLINames() []string {
+	var out []string
+	for _, a := range agentCLIs {
+		out = append(out, a.command)
+	}
+	return out
+}
+
+// findAgentCLI finds an agent CLI by its agent name or its command.
+func findAgentCLI(name string) (agentCLI, bool) {
+	for _, a := range agentCLIs {
+		if a.name == name || a.command == name {
+			return a, true
+		}
+	}
+	return agentCLI{}, false
+}
+
+// detectAgentCLIs returns the agent CLIs found on PATH, in the table's
+// order.
+func detectAgentCLIs() []agentCLI {
+	var out []agentCLI
+	for _, a := range agentCLIs {
+		if _, err := exec.LookPath(a.command); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// entry is the agents.<name> value written for a, as YAML flow.
+func (a agentCLI) entry() string {
+	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "command"}, &yaml.Node{Kind: yaml.ScalarNode, Value: a.command})
+	if len(a.args) > 0 {
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for _, s := range a.args {
+			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: s})
+		}
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "args"}, seq)
+	}
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		panic(err) // scalars and flow collections of them always encode
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// commandLine is a's command with its arguments, for people.
+func (a agentCLI) commandLine() string {
+	return strings.TrimSpace(a.command + " " + strings.Join(a.args, " "))
+}
+
+// initFlags are uwf init's flags.
+type initFlags struct {
+	given    map[string]string // the flags given (provider, base-url, model, api-key-env, agent)
+	keyStdin bool
+	noKey    bool
+	yes      bool
+}
+
+// initRun is one run of uwf init: its answers so far and how to get the
+// others.
+type initRun struct {
+	ctx     context.Context
+	s       *session
+	f       initFlags
+	cfg     *config.Config // the configuration before
+	ask     *prompter      // nil: ask nothing
+	missing []string       // the flags a non-interactive run lacks
+}
+
+// question is one thing uwf init asks.
+type question struct {
+	flag     string // the flag that answers it
+	prompt   string
+	existing string              // the configuration's answer ("" if none)
+	def      string              // the default where the configuration has none ("" if none)
+	check    func(string) string // the problem with an answer, or ""
+}
+
+// answer gets q's answer: from its flag, else by asking, else from the
+// configuration or (with --yes) the default. ok is false when a
+// non-interactive run has no answer (recorded in r.missing).
+func (r *initRun) answer(q question) (string, bool, error) {
+	if v, ok := r.f.given[q.flag]; ok {
+		v = strings.TrimSpace(v)
+		if why := q.check(v); why != "" {
+			return "", false, usageErrorf(r.s.cmd, "invalid --%s %q: %s", q.flag, v, why)
+		}
+		return v, true, nil
+	}
+	def := q.existing
+	if def == "" {
+		def = q.def
+	}
+	if r.ask != nil {
+		for {
+			prompt := q.prompt
+			if def != "" {
+				prompt += " [" + def + "]"
+			}
+			v, err := r.ask.line(prompt + ": ")
+			if err != nil {
+				return "", false, err
+			}
+			if v = strings.TrimSpace(v); v == "" {
+				v = def
+			}
+			why := q.check(v)
+			if v == "" {
+				why = "an answer is needed"
+			}
+			if why == "" {
+				return v, true, nil
+			}
+			r.ask.say("  %s\n", why)
+		}
+	}
+	if q.existing != "" || r.f.yes && q.def != "" {
+		return def, true, nil
+	}
+	r.missing = append(r.missing, "--"+q.flag)
+	return "", false, nil
+}
+
+// initResult is what uwf init did, as --json prints it.
+type initResult struct {
+	Config       string   `json:"config"`
+	ConfigWrote  bool     `json:"configChanged"`
+	Env          string   `json:"env"`
+	EnvWrote     bool     `json:"envChanged"`
+	EnvNarrowed  bool     `json:"envNarrowed,omitempty"` // an existing .env readable by others was set to mode 0600
+	Provider     string   `json:"provider,omitempty"`
+	BaseURL      string   `json:"baseURL,omitempty"`
+	Model        string   `json:"model,omitempty"`
+	ModelID      string   `json:"modelID,omitempty"`
+	APIKeyEnv    string   `json:"apiKeyEnv,omitempty"`
+	APIKey       string   `json:"apiKey"` // where the key is: ".env", "environment", "none needed" or "missing"
+	DefaultAgent string   `json:"defaultAgent,omitempty"`
+	AgentCLIs    []string `json:"agentCLIs"` // found on PATH
+	Next         string   `json:"next"`
+}
+
+func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
+	home, err := s.homeDir()
+	if err != nil {
+		return err
+	}
+	cfg, err := s.config()
+	if err != nil {
+		return fmt.Errorf("uwf init edits the configuration, which must be valid first: %w", err)
+	}
+	r := &initRun{ctx: ctx, s: s, f: f, cfg: cfg}
+	if in, ok := s.stdin.(*os.File); ok && !f.yes && !f.keyStdin && term.IsTerminal(int(in.Fd())) {
+		r.ask = &prompter{ctx: ctx, in: in, out: s.stderr}
+	}
+	detected := detectAgentCLIs()
+	res := initResult{Config: filepath.Join(home, config.File), Env: filepath.Join(home, config.EnvFile), AgentCLIs: []string{}}
+	for _, a := range detected {
+		res.AgentCLIs = append(res.AgentCLIs, a.command)
+	}
+	if r.ask != nil {
+		r.ask.say("Setting up %s (config.yaml, .env); Enter takes the [default].\n", home)
+		if len(detected) == 0 {
+			r.ask.say("Agent CLIs on PATH: none of %s.\n", strings.Join(agentCLINames(), ", "))
+		} else {
+			var names []string
+			for _, a := range detected {
+				names = append(names, a.command+" ("+a.title+")")
+			}
+			r.ask.say("Agent CLIs on PATH: %s.\n", strings.Join(names, ", "))
+		}
+	}
+
+	// The provider, its URL and model.
+	oldModel, oldM, _, hasModel := cfg.ModelFor("", "")
+	curProvider := ""
+	if hasModel {
+		curProvider = oldM.Provider
+	} else if names := slices.Sorted(maps.Keys(cfg.Providers)); len(names) > 0 {
+		curProvider = names[0]
+	}
+	provider, ok, err := r.answer(question{
+		flag:     "provider",
+		prompt:   "LLM provider (" + strings.Join(providerNames(), ", ") + ", a name of your own, or none)",
+		existing: curProvider,
+		def:      "openai",
+		check: func(v string) string {
+			if v == "none" {
+				return ""
+			}
+			if why := yamldoc.NameProblem(v); why != "" {
+				return "a provider name " + why
+			}
+			return ""
+		},
+	})
+	if err != nil {
+		return err
+	}
+	var edits []config.Edit
+	keyEnv, key, keyGiven := "", "", false
+	if ok && provider != "none" {
+		known, isKnown := findProvider(provider)
+		p, exists := cfg.Providers[provider]
+		existingURL := ""
+		if exists {
+			existingURL = p.BaseURL
+		}
+		baseURL, _, err := r.answer(question{
+			flag: "base-url", prompt: "Base URL of " + provider + "'s OpenAI-compatible API",
+			existing: existingURL, def: known.baseURL, check: checkBaseURL,
+		})
+		if err != nil {
+			return err
+		}
+		existingID := ""
+		if hasModel && oldM.Provider == provider {
+			existingID = oldM.Model
+		}
+		modelID, _, err := r.answer(question{
+			flag: "model", prompt: "Model", existing: existingID, def: known.model,
+			check: func(v string) string {
+				if strings.ContainsAny(v, "\n\r") {
+					return "a model id is one line"
+				}
+				return ""
+			},
+		})
+		if err != nil {
+			return err
+		}
+		keyEnv = f.given["api-key-env"]
+		switch {
+		case keyEnv != "":
+			if why := checkEnvName(keyEnv); why != "" {
+				return usageErrorf(s.cmd, "invalid --api-key-env %q: %s", keyEnv, why)
+			}
+		case f.noKey:
+		case exists && p.APIKeyEnv != "":
+			keyEnv = p.APIKeyEnv
+		case isKnown:
+			keyEnv = known.keyEnv
+		default:
+			keyEnv = strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(provider)) + "_API_KEY"
+		}
+		modelName := provider
+		if hasModel && oldM.Provider == provider {
+			modelName = oldModel
+		} else {
+			// A model of that name belonging to another provider is left
+			// alone: take the next free name.
+			for i := 2; cfg.Models[modelName].Provider != "" && cfg.Models[modelName].Provider != provider; i++ {
+				modelName = fmt.Sprintf("%s-%d", provider, i)
+			}
+		}
+		res.Provider, res.BaseURL, res.Model, res.ModelID, res.APIKeyEnv = provider, baseURL, modelName, modelID, keyEnv
+		if baseURL != "" && modelID != "" {
+			edits = append(edits, config.Edit{Path: "providers." + provider + ".baseURL", Value: baseURL})
+			if keyEnv != "" {
+				edits = append(edits, config.Edit{Path: "providers." + provider + ".apiKeyEnv", Value: keyEnv})
+			}
+			edits = append(edits,
+				config.Edit{Path: "models." + modelName + ".provider", Value: provider},
+				config.Edit{Path: "models." + modelName + ".model", Value: modelID},
+				config.Edit{Path: "defaultModel", Value: modelName})
+		}
+		// The API key.
+		if keyEnv != "" {
+			have, inEnv := cfg.Secret(keyEnv)
+			_, inOS := os.LookupEnv(keyEnv)
+			where := ""
+			switch {
+			case have == "": // unset, or set to nothing: no key
+			case inEnv && inOS:
+				where = "environment"
+			case inEnv:
+				where = ".env"
+			}
+			switch {
+			case f.noKey:
+			case f.keyStdin:
+				b, err := io.ReadAll(io.LimitReader(s.stdin, 64<<10))
+				if err != nil {
+					return fmt.Errorf("read the API key from stdin: %w", err)
+				}
+				key = strings.TrimRight(string(b), "\r\n")
+				if strings.TrimSpace(key) == "" {
+					return usageErrorf(s.cmd, "--api-key-stdin: stdin holds no key")
+				}
+				if strings.ContainsAny(key, "\n\r") {
+					return usageErrorf(s.cmd, "--api-key-stdin: stdin holds more than one line")
+				}
+				keyGiven = true
+			case r.ask != nil:
+				hint := "Enter to skip"
+				switch where {
+				case "environment":
+					hint = "Enter uses the one in your environment"
+				case ".env":
+					hint = "Enter keeps the one in .env"
+				}
+				for {
+					v, err := r.ask.secret(fmt.Sprintf("API key, kept in .env as %s (not shown; %s): ", keyEnv, hint))
+					if err != nil {
+						return err
+					}
+					if v = strings.TrimSpace(v); v == "" || !strings.ContainsAny(v, " \t") {
+						key, keyGiven = v, v != ""
+						break
+					}
+					r.ask.say("  an API key has no spaces\n")
+				}
+			case where == "" && !(exists && p.APIKeyEnv == keyEnv):
+				// A provider new to config.yaml needs its key; one already
+				// there was set up before (its key may come later).
+				r.missing = append(r.missing, "--api-key-stdin (or "+keyEnv+" set in the environment, or --no-api-key)")
+			}
+			if key != "" {
+				s.mask.Add(key)
+			}
+			switch {
+			case keyGiven:
+				res.APIKey = ".env"
+			case where != "":
+				res.APIKey = where
+			case f.noKey:
+				res.APIKey = "none needed"
+			default:
+				res.APIKey = "missing"
+			}
+		} else {
+			if f.keyStdin {
+				return usageErrorf(s.cmd, "--api-key-stdin: provider %s needs no key (pass --api-key-env VAR to name the variable that holds one)", provider)
+			}
+			res.APIKey = "none needed"
+		}
+	} else {
+		if f.keyStdin && ok {
+			return usageErrorf(s.cmd, "--api-key-stdin: there is no provider to give a key to (--provider none)")
+		}
+		res.APIKey = "none needed"
+	}
+
+	// The default agent.
+	choices := slices.Clone(res.AgentCLIs)
+	for _, name := range cfg.AgentNames() {
+		if !slices.Contains(choices, name) {
+			choices = append(choices, name)
+		}
+	}
+	choices = append(choices, "llm", "human", "synth", "none")
+	agentDef := "none"
+	switch {
+	case len(detected) > 0:
+		agentDef = detected[0].command
+	case res.Model != "" || hasModel:
+		agentDef = "llm"
+	}
+	agentName, agentOK, err := r.answer(question{
+		flag: "agent", prompt: "Default agent (" + strings.Join(choices, ", ") + ")",
+		existing: cfg.DefaultAgent, def: agentDef,
+		check: func(v string) string {
+			if v == "none" {
+				return ""
+			}
+			if _, ok := cfg.Agents[v]; ok {
+				return ""
+			}
+			if _, ok := findAgentCLI(v); ok {
+				return ""
+			}
+			if agent.Builtins().IsBuiltin(v) {
+				if v == "llm" && res.Model == "" && !hasModel {
+					return "the llm agent needs a model: pick a provider"
+				}
+				return ""
+			}
+			return "not an agent: choose one of " + strings.Join(choices, ", ")
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if len(r.missing) > 0 {
+		return usageErrorf(s.cmd, "stdin is not a terminal, so nothing can be asked, and no answer was given for: %s (pass them; --yes takes the defaults where there are some)", strings.Join(r.missing, ", "))
+	}
+	if agentOK && agentName != "none" {
+		name := agentName
+		if a, ok := findAgentCLI(agentName); ok && cfg.Agents[agentName].Command == "" {
+			name = a.name
+			if _, ok := cfg.Agents[a.name]; !ok {
+				edits = append(edits, config.Edit{Path: "agents." + a.name, Value: a.entry(), IfUnset: true,
+					Comment: fmt.Sprintf("%s in its headless mode, added by uwf init (%s)", a.title, a.source)})
+			}
+			if _, err := exec.LookPath(a.command); err != nil && r.ask != nil {
+				r.ask.say("  note: %s is not on PATH yet\n", a.command)
+			}
+		}
+		edits = append(edits, config.Edit{Path: "defaultAgent", Value: name})
+		res.DefaultAgent = name
+	} else if cfg.DefaultAgent != "" {
+		res.DefaultAgent = cfg.DefaultAgent
+	}
+
+	// Write, config.yaml first: it is validated as a whole before it is
+	// written, and .env was read (so is valid) by s.config.
+	if res.ConfigWrote, err = config.Update(home, edits, agent.Builtins()); err != nil {
+		return err
+	}
+	if keyGiven {
+		if res.EnvWrote, err = config.SetEnv(home, keyEnv, key); err != nil {
+			return err
+		}
+	}
+	// .env holds secrets: narrow a file readable by others, even when no
+	// key was written to it.
+	if fi, err := os.Stat(res.Env); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(res.Env, 0o600); err != nil {
+			return fmt.Errorf("narrow %s to mode 0600: %w", res.Env, err)
+		}
+		res.EnvNarrowed = true
+	}
+	after, err := config.Load(home, agent.Builtins())
+	if err != nil {
+		return fmt.Errorf("uwf init wrote a configuration that does not load: %w", err)
+	}
+	if res.Provider != "" {
+		if _, _, _, ok := after.ModelFor("", ""); !ok {
+			return fmt.Errorf("uwf init: defaultModel does not name a model of a provider in %s", res.Config)
+		}
+	}
+	res.Next = initNext(s, res)
+	if s.json {
+		return writeJSON(w, res)
+	}
+	return printInit(w, res, after)
+}
+
+// initNext is the command to run next.
+func initNext(s *session, res initResult) string {
+	home := ""
+	if s.home != "" && os.Getenv("UWF_HOME") != s.home {
+		home = " --home " + shellWord(s.home)
+	}
+	if res.DefaultAgent == "" {
+		return "uwf" + home + " demo    (offline; then choose an agent: uwf" + home + " init --agent <name>)"
+	}
+	return "uwf" + home + " workflow put examples/review-loop.yaml && uwf" + home + " thread run review-loop -p \"your task\""
+}
+
+// shellWord quotes s for a POSIX shell if it holds anything but letters,
+// digits and -_./:=@%+, (a leading ~ would be expanded, so it is quoted).
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func printInit(w io.Writer, res initResult, cfg *config.Config) error {
+	var b strings.Builder
+	if res.ConfigWrote {
+		fmt.Fprintf(&b, "Wrote %s.\n", res.Config)
+	} else {
+		fmt.Fprintf(&b, "%s is unchanged.\n", res.Config)
+	}
+	if res.EnvWrote {
+		fmt.Fprintf(&b, "Wrote %s (mode 0600): %s.\n", res.Env, res.APIKeyEnv)
+	}
+	if res.EnvNarrowed && !res.EnvWrote {
+		fmt.Fprintf(&b, "Narrowed %s to mode 0600: it holds secrets.\n", res.Env)
+	}
+	if res.Provider != "" {
+		fmt.Fprintf(&b, "  provider       %s: %s\n", res.Provider, res.BaseURL)
+		fmt.Fprintf(&b, "  defaultModel   %s: %s\n", res.Model, res.ModelID)
+		switch res.APIKey {
+		case "missing":
+			fmt.Fprintf(&b, "  API key        not set: put it in %s or the environment, or run uwf init again\n", res.APIKeyEnv)
+		case "none needed":
+			fmt.Fprintf(&b, "  API key        none\n")
+		default:
+			fmt.Fprintf(&b, "  API key        %s, from %s\n", res.APIKeyEnv, res.APIKey)
+		}
+	}
+	switch a, ok := cfg.Agent(res.DefaultAgent); {
+	case res.DefaultAgent == "":
+		fmt.Fprintf(&b, "  defaultAgent   none\n")
+	case ok:
+		fmt.Fprintf(&b, "  defaultAgent   %s: %s\n", res.DefaultAgent, strings.TrimSpace(a.Command+" "+strings.Join(a.Args, " ")))
+	default:
+		fmt.Fprintf(&b, "  defaultAgent   %s (built in)\n", res.DefaultAgent)
+	}
+	if len(res.AgentCLIs) > 0 {
+		fmt.Fprintf(&b, "  on PATH        %s\n", strings.Join(res.AgentCLIs, ", "))
+	}
+	fmt.Fprintf(&b, "Next: %s\n", res.Next)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func checkBaseURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "want an http or https URL, such as https://api.openai.com/v1"
+	}
+	return ""
+}
+
+func checkEnvName(v string) string {
+	for i, r := range v {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return "want a variable name, such as OPENAI_API_KEY (it names the variable that holds the key, not the key)"
+		}
+	}
+	if v == "" {
+		return "want a variable name, such as OPENAI_API_KEY"
+	}
+	return ""
+}
+
+// prompter asks questions on a terminal: the question on out (stderr),
+// the answer from in. An interrupt (ctx cancelled) ends a question at
+// once, with the terminal restored.
+type prompter struct {
+	ctx context.Context
+	in  *os.File
+	out io.Writer
+}
+
+func (p *prompter) say(format string, args ...any) { fmt.Fprintf(p.out, format, args...) }
+
+type readResult struct {
+	s   string
+	err error
+}
+
+// line asks prompt and reads one line, unbuffered (so nothing typed
+// after it is taken from a later question).
+func (p *prompter) line(prompt string) (string, error) {
+	io.WriteString(p.out, prompt)
+	ch := make(chan readResult, 1)
+	go func() {
+		var b []byte
+		one := make([]byte, 1)
+		for {
+			n, err := p.in.Read(one)
+			if n == 1 {
+				if one[0] == '\n' {
+					ch <- readResult{strings.TrimSuffix(string(b), "\r"), nil}
+					return
+				}
+				b = append(b, one[0])
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = errEndOfInput
+				}
+				ch <- readResult{"", err}
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-p.ctx.Done():
+		io.WriteString(p.out, "\n")
+		return "", p.ctx.Err()
+	}
+}
+
+// secret asks prompt and reads a line without echoing it. The terminal
+// is in raw mode meanwhile (restored on every return), so the keys are
+// handled here: Enter ends the line, Backspace and Ctrl-U edit it, Ctrl-C
+// interrupts (context.Canceled, as SIGINT does), Ctrl-D on an empty line
+// ends the input.
+func (p *prompter) secret(prompt string) (string, error) {
+	fd := int(p.in.Fd())
+	state, err := term.MakeRaw(fd)
+	if err != nil {
+		return "", fmt.Errorf("read the API key: %w", err)
+	}
+	defer term.Restore(fd, state)
+	io.WriteString(p.out, prompt)
+	ch := make(chan readResult, 1)
+	go func() {
+		var b []byte
+		one := make([]byte, 1)
+		for {
+			n, err := p.in.Read(one)
+			if err != nil {
+				ch <- readResult{"", fmt.Errorf("read the API key: %w", err)}
+				return
+			}
+			if n == 0 {
+				continue
+			}
+			switch c := one[0]; c {
+			case '\r', '\n':
+				ch <- readResult{string(b), nil}
+				return
+			case 3: // Ctrl-C
+				ch <- readResult{"", context.Canceled}
+				return
+			case 4: // Ctrl-D
+				if len(b) == 0 {
+					ch <- readResult{"", errEndOfInput}
+					return
+				}
+			case 0x7f, '\b': // Backspace: one character (a UTF-8 sequence) back
+				for len(b) > 0 {
+					last := b[len(b)-1]
+					b = b[:len(b)-1]
+					if last&0xc0 != 0x80 {
+						break
+					}
+				}
+			case 0x15: // Ctrl-U
+				b = b[:0]
+			default:
+				if c >= 0x20 {
+					b = append(b, c)
+				}
+			}
+		}
+	}()
+	var r readResult
+	select {
+	case r = <-ch:
+	case <-p.ctx.Done():
+		r = readResult{"", p.ctx.Err()}
+	}
+	io.WriteString(p.out, "\r\n") // raw mode: no carriage return of its own
+	return r.s, r.err
+}
+
+var errEndOfInput = errors.New("uwf init: the input ended before every question was answered")

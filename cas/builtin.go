@@ -31,6 +31,14 @@ const (
 	DetailSchema Hash = 0xd9c3b19f6b7dc066
 	// FailureSchema (CXZRHPN6HPEZY) types the record of a failed step.
 	FailureSchema Hash = 0xceff11b54d1b3bfe
+
+	// RunSchema (C4K2R9MFVZ2ZE, format version 2) types a thread's place
+	// in the work queue, the node a ref runs/<thread> points at.
+	RunSchema Hash = 0xc24c584d1fbf8bee
+	// SlotSchema (E8ZCATNQ4EQ7K, format version 2) types one of a
+	// workflow's concurrency slots, the node a ref
+	// slots/<workflow>/<index> points at.
+	SlotSchema Hash = 0xe47d8ad56e475cf3
 )
 
 //go:embed schemas/*.json
@@ -74,7 +82,10 @@ func metaNode() []byte {
 var versionTwo = []struct {
 	name string
 	h    Hash
-}{}
+}{
+	{"run", RunSchema},   // workers: a thread's run record (runs/<thread>)
+	{"slot", SlotSchema}, // workers: a concurrency slot (slots/<workflow>/<i>)
+}
 
 // loadBuiltins encodes the embedded schema files as nodes and checks them
 // against their pinned hashes, once.

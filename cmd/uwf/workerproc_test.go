@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ const agentScript = `#!/bin/sh
 cat >/dev/null
 case "$UWF_ROLE" in r1) d=1;; r2) d=2;; r3) d=3;; *) d=0;; esac
 echo "start $UWF_THREAD $d $UWF_TEST_WORKER_ID $$" >> "$UWF_TEST_AGENT_LOG"
+if [ -n "$UWF_TEST_AGENT_TIMES" ]; then echo "$UWF_THREAD $d $(date +%s%N)" >> "$UWF_TEST_AGENT_TIMES"; fi
 case "$UWF_TEST_WORKER_ID" in slow*) sleep 60;; *) sleep "$UWF_TEST_AGENT_SLEEP";; esac
 echo "end $UWF_THREAD $d $UWF_TEST_WORKER_ID $$" >> "$UWF_TEST_AGENT_LOG"
 printf -- '---\nstatus: done\n---\nok\n'
@@ -56,14 +58,17 @@ printf -- '---\nstatus: done\n---\nok\n'
 
 // farm is a store with worker processes around it.
 type farm struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	store    string // a disk path or a PostgreSQL URL
 	agentLog string
 	sleep    string // the agent's sleep, in seconds
 	lease    string
+	times    string // where the agent logs "<thread> <depth> <unix ns>" at its start, if set
 	eng      *thread.Engine
 	wf       cas.Hash
+
+	takeoverDelays []int64 // ms from a lease's expiry to its takeover, by the store's clock
 
 	mu      sync.Mutex
 	procs   map[string]*wproc
@@ -108,7 +113,7 @@ func (p *wproc) linesAbout(id string) string {
 	return strings.Join(out, "\n")
 }
 
-func newFarm(t *testing.T, backend string) *farm {
+func newFarm(t testing.TB, backend string) *farm {
 	t.Helper()
 	dir := t.TempDir()
 	f := &farm{t: t, dir: dir, agentLog: filepath.Join(dir, "agent.log"), sleep: "0.05", lease: "3s",
@@ -163,18 +168,10 @@ func (f *farm) queue(n int) []string {
 // start starts a worker process named id, with a home of its own.
 func (f *farm) start(id string, args ...string) *wproc {
 	f.t.Helper()
-	home := filepath.Join(f.dir, "home-"+id)
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	cfg := "agents:\n  tester: {command: " + filepath.Join(f.dir, "agent.sh") + "}\n"
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	home := f.home(id)
 	all := append([]string{"worker", "--id", id, "--lease", f.lease, "--backoff", "100ms"}, args...)
 	cmd := exec.Command(os.Args[0], all...)
-	cmd.Env = append(os.Environ(), "UWF_TEST_MAIN=1", "UWF_HOME="+home, "UWF_STORE="+f.store, "UWF_DURABILITY=none",
-		"UWF_LOG_LEVEL=", "UWF_TEST_WORKER_ID="+id, "UWF_TEST_AGENT_LOG="+f.agentLog, "UWF_TEST_AGENT_SLEEP="+f.sleep)
+	cmd.Env = f.env(home, id)
 	p := &wproc{id: id, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
@@ -194,6 +191,28 @@ func (f *farm) start(id string, args ...string) *wproc {
 		return strings.Contains(p.out.String(), "worker started")
 	})
 	return p
+}
+
+// env is the environment of a uwf process of the farm with home, named
+// id for the test agent.
+func (f *farm) env(home, id string) []string {
+	return append(os.Environ(), "UWF_TEST_MAIN=1", "UWF_HOME="+home, "UWF_STORE="+f.store, "UWF_DURABILITY=none",
+		"UWF_LOG_LEVEL=", "UWF_TEST_WORKER_ID="+id, "UWF_TEST_AGENT_LOG="+f.agentLog, "UWF_TEST_AGENT_SLEEP="+f.sleep,
+		"UWF_TEST_AGENT_TIMES="+f.times)
+}
+
+// home makes a home named id with the test agent in its config.yaml.
+func (f *farm) home(id string) string {
+	f.t.Helper()
+	home := filepath.Join(f.dir, "home-"+id)
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	cfg := "agents:\n  tester: {command: " + filepath.Join(f.dir, "agent.sh") + "}\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return home
 }
 
 // signal sends sig to worker p.
@@ -348,6 +367,7 @@ func (f *farm) checkHistory(ids []string) (takeovers int) {
 				}
 				if old.State == thread.RunRunning {
 					takeovers++
+					f.takeoverDelays = append(f.takeoverDelays, e.Time-old.Expiry)
 				}
 			}
 			mine := next != nil && next.State == thread.RunRunning && cur != nil && next.Worker == cur.worker && next.Attempt == cur.attempt
@@ -466,7 +486,12 @@ func TestWorkerCampaign(t *testing.T) {
 				}
 			}
 			takeovers := f.checkHistory(ids)
-			t.Logf("%s: %d threads, %d kills, %d takeovers", backend, n, kills, takeovers)
+			slices.Sort(f.takeoverDelays)
+			var med, top int64
+			if n := len(f.takeoverDelays); n > 0 {
+				med, top = f.takeoverDelays[n/2], f.takeoverDelays[n-1]
+			}
+			t.Logf("%s: %d threads, %d kills, %d takeovers, %d-%d ms after the expiry (median, max; lease %s)", backend, n, kills, takeovers, med, top, f.lease)
 		})
 	}
 }
@@ -569,7 +594,7 @@ func TestWorkerSIGTERM(t *testing.T) {
 }
 
 // waitUntil polls cond until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {

@@ -116,7 +116,7 @@ func (p *wproc) linesAbout(id string) string {
 func newFarm(t testing.TB, backend string) *farm {
 	t.Helper()
 	dir := t.TempDir()
-	f := &farm{t: t, dir: dir, agentLog: filepath.Join(dir, "agent.log"), sleep: "0.05", lease: "3s",
+	f := &farm{t: t, dir: dir, agentLog: filepath.Join(dir, "agent.log"), sleep: "0.05", lease: "4s",
 		procs: map[string]*wproc{}, stopped: map[string]string{}}
 	switch backend {
 	case "disk":

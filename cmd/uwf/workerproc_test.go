@@ -604,3 +604,91 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestWorkerMaxRunning: `uwf worker max-running chain 2`, then 3 worker
+// processes of concurrency 3: never more than 2 chain threads run at once,
+// checked from the leases' history in the runs/ logs.
+func TestWorkerMaxRunning(t *testing.T) {
+	for _, backend := range []string{"disk", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			f := newFarm(t, backend)
+			f.sleep = "0.2"
+			cmd := exec.Command(os.Args[0], "worker", "max-running", "chain", "2")
+			cmd.Env = f.env(f.home("admin"), "admin")
+			if out, err := cmd.CombinedOutput(); err != nil || string(out) != "chain maxRunning 2\n" {
+				t.Fatalf("worker max-running: %v %q", err, out)
+			}
+			ids := f.queue(8)
+			var ws []*wproc
+			for i := range 3 {
+				ws = append(ws, f.start(fmt.Sprintf("cap%d", i), "--concurrency", "3"))
+			}
+			f.waitDone(ids, 50*time.Second)
+			for _, w := range ws {
+				f.signal(w, syscall.SIGTERM)
+				<-w.done
+			}
+			if peak := f.peakRunning(ids); peak != 2 {
+				t.Errorf("at most %d threads ran at once, want 2 (maxRunning 2; 9 workers' room)", peak)
+			}
+			f.checkHistory(ids)
+		})
+	}
+}
+
+// peakRunning replays the runs/ logs of ids and returns the most leases
+// held at once: a lease is held from its claim's log time to the first of
+// the record's next change and its last expiry (store clock).
+func (f *farm) peakRunning(ids []string) int {
+	t, ctx := f.t, f.t.Context()
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	for _, id := range ids {
+		log, err := f.eng.Repo().Refs().Log(ctx, thread.RunPrefix+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := false
+		var from, expiry int64
+		closeAt := func(at int64) {
+			if open {
+				edges = append(edges, edge{from, 1}, edge{min(at, expiry), -1})
+				open = false
+			}
+		}
+		for _, e := range log {
+			var r *thread.Run
+			if !e.New.IsZero() {
+				if r, err = f.eng.ReadRun(ctx, e.New); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch {
+			case r != nil && r.State == thread.RunRunning && strings.HasPrefix(e.Message, "renew"):
+				expiry = r.Expiry
+			case r != nil && r.State == thread.RunRunning:
+				closeAt(e.Time)
+				open, from, expiry = true, e.Time, r.Expiry
+			default:
+				closeAt(e.Time)
+			}
+		}
+		closeAt(1 << 62)
+	}
+	// By time, an end before a start at the same millisecond.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.delta - b.delta
+	})
+	cur, peak := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
+}

@@ -240,6 +240,8 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 func (w *Worker) scan(ctx context.Context) ([]*thread.Run, error) {
 	var out []*thread.Run
 	seen := map[string]bool{}
+	var refs []cas.Ref
+	var changed []cas.Hash
 	for r, err := range w.eng.Repo().Refs().List(ctx, thread.RunPrefix) {
 		if err != nil {
 			if errors.Is(err, cas.ErrBadRef) {
@@ -247,6 +249,19 @@ func (w *Worker) scan(ctx context.Context) ([]*thread.Run, error) {
 			}
 			return nil, err
 		}
+		refs = append(refs, r)
+		w.mu.Lock()
+		cur := w.cache[r.Name]
+		w.mu.Unlock()
+		if cur == nil || cur.Hash != r.Hash {
+			changed = append(changed, r.Hash)
+		}
+	}
+	// The changed records in one batch where the store has batch reads
+	// (one statement on PostgreSQL), not one round trip each.
+	ctx = cas.WithReadMemo(ctx)
+	w.eng.Repo().Prefetch(ctx, changed)
+	for _, r := range refs {
 		seen[r.Name] = true
 		w.mu.Lock()
 		cur := w.cache[r.Name]

@@ -453,6 +453,7 @@ func TestWorkerCampaign(t *testing.T) {
 	for _, backend := range []string{"disk", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			f := newFarm(t, backend)
+			f.sleep = "0.3" // the work outlasts the kills
 			n, kills := 40, 8
 			if os.Getenv("UWF_WORKERS_FULL") == "1" {
 				n, kills = 200, 40
@@ -486,6 +487,9 @@ func TestWorkerCampaign(t *testing.T) {
 				}
 			}
 			takeovers := f.checkHistory(ids)
+			if takeovers == 0 {
+				t.Error("no kill hit a running thread: the campaign tested nothing")
+			}
 			slices.Sort(f.takeoverDelays)
 			var med, top int64
 			if n := len(f.takeoverDelays); n > 0 {

@@ -240,7 +240,7 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	if from.IsZero() {
 		from = c.Start
 	}
-	if l := fenceOf(ctx); l != nil && l.id == id {
+	if l := fenceOf(ctx, id); l != nil {
 		// Under a lease: commit only while it is valid by this process's
 		// clock, and say whose run it was.
 		if err := l.Check(); err != nil {

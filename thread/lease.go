@@ -11,59 +11,6 @@ import (
 	"github.com/uncaged/uwf/cas"
 )
 
-// The lease primitive: who runs a thread right now.
-//
-// A thread's run record (ref runs/<thread>, a [Run]) says whether it is
-// queued, running under a lease, retrying or failed. Any process may hold
-// a lease: a worker claiming queued work, the HTTP server running a thread
-// it started, the runner of a parallel branch. The contract is the same
-// for all of them:
-//
-//  1. Get a lease: [Engine.Claim] takes a queued (or retrying, once its
-//     backoff ended) run, or takes over a running one whose lease expired
-//     by the STORE's clock; [Engine.Acquire] also creates the run record
-//     when the thread has none (it needs no queue). Each is one
-//     compare-and-swap of runs/<thread>; a lease still held by another
-//     fails with a *[LeaseHeldError].
-//  2. Keep it: [Lease.Keep] renews it in the background every third of its
-//     length and returns a context that is cancelled, with cause a
-//     *[LeaseLostError], when the lease is lost: another holder took it, a
-//     user killed or removed the thread (the record dropped, seen through
-//     the store's watch at once), or this process's own monotonic clock
-//     says the lease may have expired (its expiry minus a margin) because
-//     renewals failed or the process was frozen. [Lease.Lost] is the same
-//     news as a channel.
-//  3. Work under that context: [Engine.Step] and [Engine.StepN] given it
-//     commit only while [Lease.Check] passes (checked right before each
-//     compare-and-swap of the thread's head, whose log message then names
-//     the worker, its build and the attempt), and an agent run under it is
-//     ended, with its whole process group, when it is cancelled. So a
-//     holder that lost its lease commits nothing; the head compare-and-swap
-//     remains the fence that keeps two commits off one chain position.
-//  4. Give it back: stop the renewals (the function Keep returned), then
-//     [Lease.Release] when the thread no longer needs running (done,
-//     suspended, killed: the record is deleted), [Lease.Requeue] to hand it
-//     to another worker, [Lease.Retry] after a failed step (claimable again
-//     after a backoff), or [Lease.Fail] to take it out of the queue as
-//     failed. Each is a compare-and-swap from the holder's own record, so
-//     it fails with a *[LeaseLostError] if the lease changed hands.
-//
-// Expiry is always computed and compared on the store's clock
-// ([cas.Store.Now]: the database server's on PostgreSQL, the machine's on
-// disk and in memory), never across machines' clocks; the holder's local
-// validity uses only its monotonic clock, started before it read the
-// store's clock, so it ends before the stored expiry.
-//
-// Example, for a process that runs one thread under a lease:
-//
-//	l, err := eng.Acquire(ctx, id, "branch-runner-1", nil)
-//	if err != nil { ... } // a *LeaseHeldError: someone else runs it
-//	lctx, stop := l.Keep(ctx)
-//	_, err = eng.StepN(lctx, id, 0, opts)
-//	stop()
-//	if cause := context.Cause(lctx); errors.Is(cause, thread.ErrLeaseLost) { return cause } // nothing more to do
-//	return l.Release(ctx)
-
 // Lease defaults.
 const (
 	DefaultLeaseLength = 30 * time.Second
@@ -124,9 +71,9 @@ func (o *LeaseOptions) withDefaults() LeaseOptions {
 	return v
 }
 
-// Lease is a held lease on one thread's run: see the package's "lease
-// primitive" notes above [DefaultLeaseLength] for its life. It is safe for
-// concurrent use.
+// Lease is a held lease on one thread's run: see "Runs and leases" in the
+// package documentation for its life (get, keep, work under it, give it
+// back). It is safe for concurrent use.
 type Lease struct {
 	e      *Engine
 	id     string
@@ -559,15 +506,30 @@ func errText(err error) string {
 	return string(s)
 }
 
-// fenceKey carries a lease in a context: commits under it check it.
+// fenceKey carries the leases a context's work runs under: commits to a
+// leased thread check its lease.
 type fenceKey struct{}
 
-func withFence(ctx context.Context, l *Lease) context.Context {
-	return context.WithValue(ctx, fenceKey{}, l)
+// fence is one lease in a context, and the ones of the contexts it was
+// derived from (a parent thread's lease around a branch's, say).
+type fence struct {
+	l      *Lease
+	parent *fence
 }
 
-// fenceOf returns the lease a context's work runs under, or nil.
-func fenceOf(ctx context.Context) *Lease {
-	l, _ := ctx.Value(fenceKey{}).(*Lease)
-	return l
+func withFence(ctx context.Context, l *Lease) context.Context {
+	f, _ := ctx.Value(fenceKey{}).(*fence)
+	return context.WithValue(ctx, fenceKey{}, &fence{l: l, parent: f})
+}
+
+// fenceOf returns the lease on thread id that ctx's work runs under, or
+// nil.
+func fenceOf(ctx context.Context, id string) *Lease {
+	f, _ := ctx.Value(fenceKey{}).(*fence)
+	for ; f != nil; f = f.parent {
+		if f.l.id == id {
+			return f.l
+		}
+	}
+	return nil
 }

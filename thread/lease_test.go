@@ -464,3 +464,56 @@ func testNotClaimed(t *testing.T, te *tenv) {
 		t.Errorf("claimed run still says %q", r.WhyNotClaimed)
 	}
 }
+
+// TestNestedFences: a context carrying a parent thread's lease and a
+// branch's fences each thread's commits with its own lease.
+func TestNestedFences(t *testing.T) {
+	mem := cas.NewMemStore(nil)
+	te := newTEnvOn(t, &clock{t: time.Now().UTC()}, mem, mem.Refs())
+	parent, branch := te.start(), te.start()
+	lp, err := te.e.Acquire(te.ctx, parent, "parent-runner", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stopP := lp.Keep(te.ctx)
+	defer stopP()
+	lb, err := te.e.Acquire(pctx, branch, "branch-runner", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, stopB := lb.Keep(pctx)
+	defer stopB()
+	for id, who := range map[string]string{parent: "parent-runner", branch: "branch-runner"} {
+		h := te.stepAfter(te.e, te.head(id), "r1")
+		if err := te.e.Commit(bctx, id, h, "step r1"); err != nil {
+			t.Fatal(err)
+		}
+		log, _ := te.e.Log(te.ctx, id)
+		if got, want := log[len(log)-1].Message, "step r1 (worker "+who+" attempt 1)"; got != want {
+			t.Errorf("thread %s: commit logged %q, want %q", id, got, want)
+		}
+	}
+	// The branch's lease dropped: its commits stop, the parent's go on
+	// under a context that does not carry the branch.
+	if _, err := te.e.DropRun(te.ctx, branch, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitLost(t, lb)
+	h := te.stepAfter(te.e, te.head(branch), "r2")
+	if err := te.e.Commit(context.WithoutCancel(bctx), branch, h, "step r2"); !errors.Is(err, thread.ErrLeaseLost) {
+		t.Errorf("commit of the dropped branch = %v, want ErrLeaseLost", err)
+	}
+	h = te.stepAfter(te.e, te.head(parent), "r2")
+	if err := te.e.Commit(context.WithoutCancel(bctx), parent, h, "step r2"); err != nil {
+		t.Errorf("commit of the parent under its live lease = %v", err)
+	}
+}
+
+func waitLost(t *testing.T, l *thread.Lease) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not seen lost within 10 s")
+	}
+}

@@ -796,7 +796,7 @@ func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, ro
 	}
 	name := FailurePrefix + id
 	msg := "failure " + role
-	if l := fenceOf(ctx); l != nil && l.id == id {
+	if l := fenceOf(ctx, id); l != nil {
 		if lerr := l.Check(); lerr != nil {
 			return fmt.Errorf("thread %s: %w; the failure is not recorded: %w", id, cause, lerr)
 		}

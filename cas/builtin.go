@@ -44,6 +44,13 @@ const (
 	// run that reported its session (id, model, token counts, cost): a
 	// detail node's fields plus a session object. Format version 2.
 	DetailSessionSchema Hash = 0x5f9a37694a1e1867
+	// RunSchema (C4K2R9MFVZ2ZE, format version 2) types a thread's place
+	// in the work queue, the node a ref runs/<thread> points at.
+	RunSchema Hash = 0xc24c584d1fbf8bee
+	// SlotSchema (E8ZCATNQ4EQ7K, format version 2) types one of a
+	// workflow's concurrency slots, the node a ref
+	// slots/<workflow>/<index> points at.
+	SlotSchema Hash = 0xe47d8ad56e475cf3
 )
 
 //go:embed schemas/*.json
@@ -90,6 +97,8 @@ var versionTwo = []struct {
 }{
 	{"detail-session", DetailSessionSchema},
 	{"thread-key", ThreadKeySchema},
+	{"run", RunSchema},   // workers: a thread's run record (runs/<thread>)
+	{"slot", SlotSchema}, // workers: a concurrency slot (slots/<workflow>/<i>)
 }
 
 // loadBuiltins encodes the embedded schema files as nodes and checks them

@@ -50,6 +50,65 @@
 // [RunOptions.Store], the config's [config.Config.Secrets],
 // [RunOptions.Secrets]) reads "********".
 //
+// # Runs and leases
+//
+// Who runs a thread right now is recorded in the store, not in a process.
+//
+// A thread's run record (ref runs/<thread>, a [Run]) says whether it is
+// queued, running under a lease, retrying or failed. Any process may hold
+// a lease: a worker claiming queued work, the HTTP server running a thread
+// it started, the runner of a parallel branch. The contract is the same
+// for all of them:
+//
+//  1. Get a lease: [Engine.Claim] takes a queued (or retrying, once its
+//     backoff ended) run, or takes over a running one whose lease expired
+//     by the STORE's clock; [Engine.Acquire] also creates the run record
+//     when the thread has none (it needs no queue). Each is one
+//     compare-and-swap of runs/<thread>; a lease still held by another
+//     fails with a *[LeaseHeldError].
+//  2. Keep it: [Lease.Keep] renews it in the background every third of its
+//     length and returns a context that is cancelled, with cause a
+//     *[LeaseLostError], when the lease is lost: another holder took it, a
+//     user killed or removed the thread (the record dropped, seen through
+//     the store's watch at once), or this process's own monotonic clock
+//     says the lease may have expired (its expiry minus a margin) because
+//     renewals failed or the process was frozen. [Lease.Lost] is the same
+//     news as a channel.
+//  3. Work under that context: [Engine.Step] and [Engine.StepN] given it
+//     commit only while [Lease.Check] passes (checked right before each
+//     compare-and-swap of the thread's head, whose log message then names
+//     the worker, its build and the attempt), and an agent run under it is
+//     ended, with its whole process group, when it is cancelled. So a
+//     holder that lost its lease commits nothing; the head compare-and-swap
+//     remains the fence that keeps two commits off one chain position.
+//  4. Give it back: stop the renewals (the function Keep returned), then
+//     [Lease.Release] when the thread no longer needs running (done,
+//     suspended, killed: the record is deleted), [Lease.Requeue] to hand it
+//     to another worker, [Lease.Retry] after a failed step (claimable again
+//     after a backoff), or [Lease.Fail] to take it out of the queue as
+//     failed. Each is a compare-and-swap from the holder's own record, so
+//     it fails with a *[LeaseLostError] if the lease changed hands.
+//
+// Expiry is always computed and compared on the store's clock
+// ([cas.Store.Now]: the database server's on PostgreSQL, the machine's on
+// disk and in memory), never across machines' clocks; the holder's local
+// validity uses only its monotonic clock, started before it read the
+// store's clock, so it ends before the stored expiry.
+//
+// Example, for a process that runs one thread under a lease:
+//
+//	l, err := eng.Acquire(ctx, id, "branch-runner-1", nil)
+//	if err != nil { ... } // a *LeaseHeldError: someone else runs it
+//	lctx, stop := l.Keep(ctx)
+//	_, err = eng.StepN(lctx, id, 0, opts)
+//	stop()
+//	if cause := context.Cause(lctx); errors.Is(cause, thread.ErrLeaseLost) { return cause } // nothing more to do
+//	return l.Release(ctx, "done")
+//
+// The fence applies to commits of the leased thread: a context may carry
+// several leases (a parent's Keep context around a branch's), and each
+// commit checks the one on its own thread.
+//
 // # Concurrency
 //
 // An [Engine] is safe for concurrent use, and any number of engines in any

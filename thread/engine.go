@@ -240,6 +240,14 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	if from.IsZero() {
 		from = c.Start
 	}
+	if l := fenceOf(ctx, id); l != nil {
+		// Under a lease: commit only while it is valid by this process's
+		// clock, and say whose run it was.
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("commit to thread %s: %w", id, err)
+		}
+		message += " (" + l.label() + ")"
+	}
 	err := e.refs.CompareAndSwap(ctx, refName(id), from, h, message)
 	var ce *cas.ConflictError
 	if errors.As(err, &ce) {
@@ -279,8 +287,10 @@ func (e *Engine) headNode(ctx context.Context, id string) (*Node, error) {
 	return e.Node(ctx, head)
 }
 
-// Kill appends a killed mark with reason. Killing a finished thread is an
-// error wrapping [ErrNotActive].
+// Kill appends a killed mark with reason, then drops the thread's run
+// record if it has one ([Engine.DropRun]): it leaves the queue, and a
+// worker running it loses its lease and ends its agent. Killing a finished
+// thread is an error wrapping [ErrNotActive].
 func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) {
 	hn, err := e.headNode(ctx, id)
 	if err != nil {
@@ -292,7 +302,16 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	if reason == "" {
 		reason = "killed by the user"
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	if err != nil {
+		return 0, err
+	}
+	// Out of the queue; a lease holder sees its record dropped and ends
+	// its run (its agent's process group).
+	if _, err := e.DropRun(ctx, id, "killed"); err != nil {
+		return h, fmt.Errorf("kill thread %s: killed, but %w", id, err)
+	}
+	return h, nil
 }
 
 // Suspend appends a suspended mark with reason, pausing an active thread
@@ -374,7 +393,8 @@ func (e *Engine) ForkAt(ctx context.Context, id string, depth int) (string, cas.
 	return nid, n.Hash, err
 }
 
-// Remove deletes the thread's ref, its failures ref and its start key
+// Remove deletes the thread's ref, its run record (runs/<id>: a worker
+// running it loses its lease), its failures ref and its start key
 // (keys/<key>, if it was started under one: [Engine.StartKeyed]). Their logs keep
 // them for the log retention; then GC reclaims what only they reached. A
 // thread that keeps moving while Remove tries gives the last
@@ -408,6 +428,13 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	// stopped before this).
 	if err := e.dropKey(ctx, id); err != nil {
 		return err
+	}
+	dropped, err := e.DropRun(ctx, id, "rm")
+	if err != nil {
+		return fmt.Errorf("remove thread %s: %w", id, err)
+	}
+	if dropped != nil {
+		threadGone = false // there was something to remove
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
 	switch {
@@ -510,6 +537,9 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Run is the thread's run record (runs/<id>), nil if it has none: its
+	// run is then [RunNone]. [RunState] gives the word shown.
+	Run *Run
 	// Err, set only by [Engine.List], says why the thread could not be
 	// read: its head or start is a node of a kind this build does not
 	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
@@ -537,6 +567,9 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
+		return nil, err
+	}
+	if info.Run, err = e.RunOf(ctx, id); err != nil {
 		return nil, err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
@@ -586,7 +619,10 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 
 // ListOptions select threads for [Engine.List].
 type ListOptions struct {
-	Status string // only threads with this status; "" for all
+	// Status keeps only threads with this status (active, done, killed,
+	// suspended) or this run (queued, running, retrying, failed, none);
+	// "" for all.
+	Status string
 	// Workflow keeps only threads of this workflow: its name, or the hash
 	// of one version; "" for all.
 	Workflow string
@@ -626,6 +662,19 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		refs = append(refs, r)
 	}
 	slices.Reverse(refs)
+	// The run records, listed once (none in a store that never queued);
+	// a listed thread's record is read only if it has one.
+	runs := map[string]cas.Hash{}
+	for r, err := range e.refs.List(ctx, RunPrefix) {
+		if err != nil {
+			if errors.Is(err, cas.ErrBadRef) {
+				left = append(left, err)
+				continue
+			}
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs[strings.TrimPrefix(r.Name, RunPrefix)] = r.Hash
+	}
 	var out []*Info
 	skipped := 0
 	filtered := opts.Status != "" || opts.Workflow != ""
@@ -657,8 +706,17 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			}
 			info = &Info{ID: id, Head: r.Hash, Err: err}
 		}
+		if rh, ok := runs[id]; ok && info.Err == nil {
+			if info.Run, err = e.ReadRun(ctx, rh); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				left = append(left, fmt.Errorf("thread %s: %w", id, err))
+				continue
+			}
+		}
 		if filtered && info.Err == nil {
-			if opts.Status != "" && info.Status != opts.Status {
+			if opts.Status != "" && info.Status != opts.Status && RunState(info.Run) != opts.Status {
 				continue
 			}
 			if opts.Workflow != "" && info.WorkflowName != opts.Workflow && info.Workflow.String() != opts.Workflow {

@@ -12,8 +12,8 @@ import (
 // FsckOptions returns the checks [cas.Repo.Fsck] runs for threads: the
 // chain invariants of every step and mark node (depth, prev, skip pointers,
 // a constant start) and that every thread head is a start, step or mark
-// node, every failures/ ref a failure node and every keys/ ref a
-// thread-key node.
+// node, every failures/ ref a failure node, every keys/ ref a thread-key
+// node, every runs/<thread> ref a run node and every slots/ ref a slot node.
 func FsckOptions() *cas.FsckOptions {
 	return &cas.FsckOptions{
 		NodeChecks: []cas.NodeCheck{checkChain},
@@ -117,6 +117,13 @@ func checkHead(ctx context.Context, r *cas.Repo, name string, target cas.Hash) [
 		want, what = []cas.Hash{cas.FailureSchema}, "a failure node"
 	case strings.HasPrefix(name, KeyPrefix):
 		want, what = []cas.Hash{cas.ThreadKeySchema}, "a thread-key node"
+	case strings.HasPrefix(name, RunPrefix):
+		if _, err := ParseID(strings.TrimPrefix(name, RunPrefix)); err != nil {
+			return []cas.Problem{{Ref: name, Kind: cas.ProblemRef, Msg: "not a thread ID"}}
+		}
+		want, what = []cas.Hash{cas.RunSchema}, "a run node"
+	case strings.HasPrefix(name, SlotPrefix):
+		want, what = []cas.Hash{cas.SlotSchema}, "a slot node"
 	default:
 		return nil
 	}

@@ -183,7 +183,7 @@ func benchGC(b *testing.B, total int) {
 	// Reachable: half the content nodes, in lists of perList under one root
 	// list named by a ref. Unreachable: the other half.
 	lists := (total/2 + perList - 1) / perList
-	contents := total - lists - 1 - len(cas.Builtins()) - 1
+	contents := total - lists - 1 - len(cas.BuiltinsAt(cas.FormatV1)) - 1
 	build := time.Now()
 	var reach []any
 	var batch [][]byte

@@ -621,9 +621,9 @@ func TestThreadTable(t *testing.T) {
 	if err := printThreadTable(&b, infos, true, now); err != nil {
 		t.Fatal(err)
 	}
-	want := `THREAD                      STATUS  DEPTH  WORKFLOW     AGE         PROMPT
-01JGJFGR4E0000000000000002  active  3      review-loop  1m ago      Add a --json flag
-01JGJFGR4E0000000000000001  done    12     develop      2026-10-16  long prompt long prompt long prompt long prompt…
+	want := `THREAD                      STATUS  RUN   DEPTH  WORKFLOW     AGE         PROMPT
+01JGJFGR4E0000000000000002  active  none  3      review-loop  1m ago      Add a --json flag
+01JGJFGR4E0000000000000001  done    none  12     develop      2026-10-16  long prompt long prompt long prompt long prompt…
 (the newest 20; --limit 0 lists all, --json or a pipe gives one line per thread)
 `
 	if b.String() != want {

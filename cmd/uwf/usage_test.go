@@ -271,11 +271,13 @@ func TestStartRunFlags(t *testing.T) {
 		}
 		return lines
 	}
+	// start: -p, --cwd, --agent (with --queue), --queue, --key; run: the same
+	// first three, then --seed, --input and --detach.
 	start, run := options("start"), options("run")
-	if len(start) != 3 || !strings.HasPrefix(start[2], "--key K ") || len(run) != 2+3 {
-		t.Fatalf("thread start options %q, run options %q: want -p, --cwd and --key, and run -p, --cwd and three more", start, run)
+	if len(start) != 5 || len(run) != 6 || !strings.HasPrefix(start[3], "--queue") || !strings.HasPrefix(start[4], "--key K ") || !strings.HasPrefix(run[5], "--detach") {
+		t.Fatalf("thread start options %q, run options %q: want -p, --cwd, --agent, --queue and --key, and run --seed, --input and --detach for --queue", start, run)
 	}
-	for i, l := range start[:2] {
+	for i, l := range start[:3] {
 		if run[i] != l {
 			t.Errorf("thread run option %q, thread start has %q", run[i], l)
 		}

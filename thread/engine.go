@@ -198,7 +198,7 @@ func (e *Engine) Start(ctx context.Context, workflow cas.Hash, prompt, cwd strin
 	if err != nil {
 		return "", 0, fmt.Errorf("start: workflow %s: %w", workflow, err)
 	}
-	if wn.Type != cas.WorkflowSchema {
+	if !registry.IsWorkflowType(wn.Type) {
 		return "", 0, fmt.Errorf("start: %s: %w: not a workflow node", workflow, cas.ErrInvalid)
 	}
 	s := &Start{Workflow: workflow, Prompt: prompt, Cwd: cwd}
@@ -257,7 +257,7 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, err
 	}
 	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
-	h, err := e.repo.Put(ctx, cas.MarkSchema, m.Payload())
+	h, err := e.repo.Put(ctx, m.schema(), m.Payload())
 	if err != nil {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
@@ -292,7 +292,15 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	if reason == "" {
 		reason = "killed by the user"
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	if err != nil {
+		return 0, err
+	}
+	// The branches of a call the thread was in end with it.
+	if err := e.killChildren(ctx, id, hn, "parent "+id+" killed: "+reason); err != nil {
+		return h, fmt.Errorf("kill thread %s: its branches: %w", id, err)
+	}
+	return h, nil
 }
 
 // Suspend appends a suspended mark with reason, pausing an active thread
@@ -330,8 +338,18 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 		if text == "" {
 			return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
 		}
+	case StatusCancelled:
+		return 0, fmt.Errorf("resume thread %s: %w: it is a branch its call cancelled (fork it to go on)", id, ErrNotActive)
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	if err != nil {
+		return 0, err
+	}
+	// Resuming a thread suspended by a branch resumes that branch.
+	if err := e.resumeChildren(ctx, id, hn, text); err != nil {
+		return h, fmt.Errorf("resume thread %s: its branches: %w", id, err)
+	}
+	return h, nil
 }
 
 // Fork creates a thread whose head is the start, step or mark node from.
@@ -394,6 +412,12 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		}
 		if err != nil {
 			return err
+		}
+		// The branches of a call the thread is in go with it.
+		if hn, err := e.Node(ctx, head); err == nil {
+			if err := e.removeChildren(ctx, id, hn); err != nil {
+				return fmt.Errorf("remove thread %s: its branches: %w", id, err)
+			}
 		}
 		lastErr = e.refs.CompareAndSwap(ctx, refName(id), head, 0, "rm")
 		if !errors.Is(lastErr, cas.ErrConflict) {

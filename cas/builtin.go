@@ -32,6 +32,14 @@ const (
 	// FailureSchema (CXZRHPN6HPEZY) types the record of a failed step.
 	FailureSchema Hash = 0xceff11b54d1b3bfe
 
+	// RunSchema (C4K2R9MFVZ2ZE, format version 2) types a thread's place
+	// in the work queue, the node a ref runs/<thread> points at.
+	RunSchema Hash = 0xc24c584d1fbf8bee
+	// SlotSchema (E8ZCATNQ4EQ7K, format version 2) types one of a
+	// workflow's concurrency slots, the node a ref
+	// slots/<workflow>/<index> points at.
+	SlotSchema Hash = 0xe47d8ad56e475cf3
+
 	// Version 2's built-ins for composition (docs/FORMAT.md, "Format
 	// version 2"), written only after [Repo.RequireVersion](ctx, 2).
 
@@ -94,6 +102,9 @@ var versionTwo = []struct {
 	name string
 	h    Hash
 }{
+	{"run", RunSchema},   // workers: a thread's run record (runs/<thread>)
+	{"slot", SlotSchema}, // workers: a concurrency slot (slots/<workflow>/<i>)
+
 	{"workflow2", Workflow2Schema}, {"call", CallSchema}, {"join", JoinSchema},
 	{"child-start", ChildStartSchema}, {"cancelled", CancelledSchema},
 }

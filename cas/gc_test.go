@@ -73,7 +73,7 @@ func TestGCGracePeriod(t *testing.T) {
 	if st.Deleted != 1 || f.has(loose) || !f.has(kept) {
 		t.Errorf("after the grace period: %+v, loose present %v, kept present %v", st, f.has(loose), f.has(kept))
 	}
-	if want := len(cas.BuiltinsAt(1)) + 2; st.Scanned != want || st.Reachable != want-1 {
+	if want := len(cas.BuiltinsAt(cas.FormatV1)) + 2; st.Scanned != want || st.Reachable != want-1 {
 		t.Errorf("scanned %d reachable %d, want %d and %d", st.Scanned, st.Reachable, want, want-1)
 	}
 	if st.BytesFreed != int64(len(`{"payload":"loose","type":"`+cas.ContentSchema.String()+`"}`)) {

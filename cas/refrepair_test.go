@@ -174,7 +174,7 @@ func TestFsckBadAndMissingRefs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("fsck problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if rep.Refs != len(cas.BuiltinsAt(1))+2 {
+	if rep.Refs != len(cas.BuiltinsAt(cas.FormatV1))+2 {
 		t.Errorf("fsck checked %d refs, want the built-ins, a and d", rep.Refs)
 	}
 	for _, p := range rep.Problems {

@@ -113,7 +113,7 @@ const noteSchema = `{"type":"object","properties":{"title":{"type":"string"},"bo
 func TestOpenStoresBuiltins(t *testing.T) {
 	f := newFixture(t)
 	f.verifyOnCleanup()
-	for _, b := range cas.BuiltinsAt(1) {
+	for _, b := range cas.BuiltinsAt(cas.FormatV1) {
 		data, err := f.mem.Get(f.ctx, b.Hash)
 		if err != nil || string(data) != string(b.Node) {
 			t.Errorf("built-in %s: Get = %q, %v", b.Name, data, err)
@@ -352,7 +352,7 @@ func TestPutValidatesAndChecksEdges(t *testing.T) {
 	for range f.mem.All(f.ctx) {
 		n++
 	}
-	if want := len(cas.BuiltinsAt(1)) + 2; n != want {
+	if want := len(cas.BuiltinsAt(cas.FormatV1)) + 2; n != want {
 		t.Errorf("store holds %d objects, want %d", n, want)
 	}
 	// A good one: edges in path order, type first.

@@ -212,7 +212,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		Created: []string{"notes/mid", "notes/top", "schemas/note"},
 		Logs:    1, // threads/gone
 	}
-	for _, b := range cas.BuiltinsAt(1) {
+	for _, b := range cas.BuiltinsAt(cas.FormatV1) {
 		want.Unchanged = append(want.Unchanged, "schemas/"+b.Name)
 	}
 	slices.Sort(want.Unchanged)

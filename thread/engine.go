@@ -240,6 +240,14 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	if from.IsZero() {
 		from = c.Start
 	}
+	if l := fenceOf(ctx); l != nil && l.id == id {
+		// Under a lease: commit only while it is valid by this process's
+		// clock, and say whose run it was.
+		if err := l.Check(); err != nil {
+			return fmt.Errorf("commit to thread %s: %w", id, err)
+		}
+		message += " (" + l.label() + ")"
+	}
 	err := e.refs.CompareAndSwap(ctx, refName(id), from, h, message)
 	var ce *cas.ConflictError
 	if errors.As(err, &ce) {
@@ -279,8 +287,10 @@ func (e *Engine) headNode(ctx context.Context, id string) (*Node, error) {
 	return e.Node(ctx, head)
 }
 
-// Kill appends a killed mark with reason. Killing a finished thread is an
-// error wrapping [ErrNotActive].
+// Kill appends a killed mark with reason, then drops the thread's run
+// record if it has one ([Engine.DropRun]): it leaves the queue, and a
+// worker running it loses its lease and ends its agent. Killing a finished
+// thread is an error wrapping [ErrNotActive].
 func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) {
 	hn, err := e.headNode(ctx, id)
 	if err != nil {
@@ -295,6 +305,11 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	h, err := e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
 	if err != nil {
 		return 0, err
+	}
+	// Out of the queue; a lease holder sees its record dropped and ends
+	// its run (its agent's process group).
+	if _, err := e.DropRun(ctx, id, "killed"); err != nil {
+		return h, fmt.Errorf("kill thread %s: killed, but %w", id, err)
 	}
 	// The branches of a call the thread was in end with it.
 	if err := e.killChildren(ctx, id, hn, "parent "+id+" killed: "+reason); err != nil {
@@ -392,7 +407,8 @@ func (e *Engine) ForkAt(ctx context.Context, id string, depth int) (string, cas.
 	return nid, n.Hash, err
 }
 
-// Remove deletes the thread's ref and its failures ref. Their logs keep
+// Remove deletes the thread's ref, its run record (runs/<id>: a worker
+// running it loses its lease) and its failures ref. Their logs keep
 // them for the log retention; then GC reclaims what only they reached. A
 // thread that keeps moving while Remove tries gives the last
 // *[ConflictError]; a thread that does not exist wraps [cas.ErrNotFound]
@@ -426,6 +442,13 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 	}
 	if lastErr != nil {
 		return fmt.Errorf("remove thread %s: %w", id, lastErr)
+	}
+	dropped, err := e.DropRun(ctx, id, "rm")
+	if err != nil {
+		return fmt.Errorf("remove thread %s: %w", id, err)
+	}
+	if dropped != nil {
+		threadGone = false // there was something to remove
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
 	switch {

@@ -820,13 +820,20 @@ func (e *Engine) recordFailure(ctx context.Context, id string, head cas.Hash, ro
 		return fmt.Errorf("thread %s: %w; and recording the failure failed: %w", id, cause, err)
 	}
 	name := FailurePrefix + id
+	msg := "failure " + role
+	if l := fenceOf(ctx); l != nil && l.id == id {
+		if lerr := l.Check(); lerr != nil {
+			return fmt.Errorf("thread %s: %w; the failure is not recorded: %w", id, cause, lerr)
+		}
+		msg += " (" + l.label() + ")"
+	}
 	for range 5 {
 		cur, gerr := e.refs.Get(ctx, name)
 		if gerr != nil && !errors.Is(gerr, cas.ErrNotFound) {
 			err = gerr
 			break
 		}
-		if err = e.refs.CompareAndSwap(ctx, name, cur, fh, "failure "+role); !errors.Is(err, cas.ErrConflict) {
+		if err = e.refs.CompareAndSwap(ctx, name, cur, fh, msg); !errors.Is(err, cas.ErrConflict) {
 			break
 		}
 	}

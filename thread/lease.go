@@ -1,0 +1,571 @@
+package thread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+)
+
+// The lease primitive: who runs a thread right now.
+//
+// A thread's run record (ref runs/<thread>, a [Run]) says whether it is
+// queued, running under a lease, retrying or failed. Any process may hold
+// a lease: a worker claiming queued work, the HTTP server running a thread
+// it started, the runner of a parallel branch. The contract is the same
+// for all of them:
+//
+//  1. Get a lease: [Engine.Claim] takes a queued (or retrying, once its
+//     backoff ended) run, or takes over a running one whose lease expired
+//     by the STORE's clock; [Engine.Acquire] also creates the run record
+//     when the thread has none (it needs no queue). Each is one
+//     compare-and-swap of runs/<thread>; a lease still held by another
+//     fails with a *[LeaseHeldError].
+//  2. Keep it: [Lease.Keep] renews it in the background every third of its
+//     length and returns a context that is cancelled, with cause a
+//     *[LeaseLostError], when the lease is lost: another holder took it, a
+//     user killed or removed the thread (the record dropped, seen through
+//     the store's watch at once), or this process's own monotonic clock
+//     says the lease may have expired (its expiry minus a margin) because
+//     renewals failed or the process was frozen. [Lease.Lost] is the same
+//     news as a channel.
+//  3. Work under that context: [Engine.Step] and [Engine.StepN] given it
+//     commit only while [Lease.Check] passes (checked right before each
+//     compare-and-swap of the thread's head, whose log message then names
+//     the worker, its build and the attempt), and an agent run under it is
+//     ended, with its whole process group, when it is cancelled. So a
+//     holder that lost its lease commits nothing; the head compare-and-swap
+//     remains the fence that keeps two commits off one chain position.
+//  4. Give it back: stop the renewals (the function Keep returned), then
+//     [Lease.Release] when the thread no longer needs running (done,
+//     suspended, killed: the record is deleted), [Lease.Requeue] to hand it
+//     to another worker, [Lease.Retry] after a failed step (claimable again
+//     after a backoff), or [Lease.Fail] to take it out of the queue as
+//     failed. Each is a compare-and-swap from the holder's own record, so
+//     it fails with a *[LeaseLostError] if the lease changed hands.
+//
+// Expiry is always computed and compared on the store's clock
+// ([cas.Store.Now]: the database server's on PostgreSQL, the machine's on
+// disk and in memory), never across machines' clocks; the holder's local
+// validity uses only its monotonic clock, started before it read the
+// store's clock, so it ends before the stored expiry.
+//
+// Example, for a process that runs one thread under a lease:
+//
+//	l, err := eng.Acquire(ctx, id, "branch-runner-1", nil)
+//	if err != nil { ... } // a *LeaseHeldError: someone else runs it
+//	lctx, stop := l.Keep(ctx)
+//	_, err = eng.StepN(lctx, id, 0, opts)
+//	stop()
+//	if cause := context.Cause(lctx); errors.Is(cause, thread.ErrLeaseLost) { return cause } // nothing more to do
+//	return l.Release(ctx)
+
+// Lease defaults.
+const (
+	DefaultLeaseLength = 30 * time.Second
+)
+
+// ErrLeaseLost is wrapped by every *[LeaseLostError].
+var ErrLeaseLost = errors.New("lease lost")
+
+// LeaseLostError says why a holder lost its lease. It wraps [ErrLeaseLost]
+// and, when another holder took the run, [cas.ErrConflict].
+type LeaseLostError struct {
+	Thread string
+	Worker string // the holder that lost it
+	Why    string // "expired by this process's clock", "taken by worker X", "run record dropped", ...
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("thread %s: worker %s lost its lease: %s", e.Thread, e.Worker, e.Why)
+}
+
+// Unwrap returns [ErrLeaseLost].
+func (e *LeaseLostError) Unwrap() error { return ErrLeaseLost }
+
+// LeaseOptions configure a lease; nil means defaults.
+type LeaseOptions struct {
+	// Length is how long a lease lasts without renewal, by the store's
+	// clock; 0 means [DefaultLeaseLength]. It is renewed every third of
+	// it.
+	Length time.Duration
+	// Margin is how long before the stored expiry the holder's own
+	// monotonic clock deems the lease gone (it ends its agent and commits
+	// nothing from then on); 0 means a sixth of Length. It covers a commit
+	// in flight and the drift between this machine's clock and the
+	// store's.
+	Margin time.Duration
+	// Build names the holder's build (a version), for the commit messages.
+	Build string
+	// Agent, for [Engine.Acquire] creating a record, is the agent asked
+	// for ([EnqueueOptions.Agent]).
+	Agent string
+	// Logger receives the renewals' failures; nil discards them.
+	Logger interface {
+		Warn(msg string, args ...any)
+	}
+}
+
+func (o *LeaseOptions) withDefaults() LeaseOptions {
+	var v LeaseOptions
+	if o != nil {
+		v = *o
+	}
+	if v.Length <= 0 {
+		v.Length = DefaultLeaseLength
+	}
+	if v.Margin <= 0 || v.Margin >= v.Length {
+		v.Margin = v.Length / 6
+	}
+	return v
+}
+
+// Lease is a held lease on one thread's run: see the package's "lease
+// primitive" notes above [DefaultLeaseLength] for its life. It is safe for
+// concurrent use.
+type Lease struct {
+	e      *Engine
+	id     string
+	worker string
+	opts   LeaseOptions
+
+	mu    sync.Mutex
+	run   *Run      // the record this holder wrote last
+	valid time.Time // by the monotonic clock: the lease may be gone after it
+
+	lostOnce sync.Once
+	lost     chan struct{}
+	lostErr  error
+}
+
+// Thread returns the leased thread's ID.
+func (l *Lease) Thread() string { return l.id }
+
+// Worker returns the holder's name.
+func (l *Lease) Worker() string { return l.worker }
+
+// Run returns a copy of the run record the holder wrote last.
+func (l *Lease) Run() Run {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *l.run
+}
+
+// Attempt returns the claim number of this lease (1 for the first claim).
+func (l *Lease) Attempt() int { return l.Run().Attempt }
+
+// Lost returns a channel closed when the lease is known to be lost;
+// [Lease.Err] then says why.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns why the lease was lost (a *[LeaseLostError]), or nil.
+func (l *Lease) Err() error {
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
+	}
+}
+
+// ValidUntil returns when, by this process's monotonic clock, the lease may
+// have expired: the holder must commit nothing after it.
+func (l *Lease) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.valid
+}
+
+// Check returns nil while the lease is held and valid by this process's
+// monotonic clock, else a *[LeaseLostError] (and marks the lease lost).
+// Commits under [Lease.Keep]'s context call it right before moving the
+// thread's head.
+func (l *Lease) Check() error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(l.ValidUntil()) {
+		l.markLost("its expiry (less the margin) passed by this process's clock before it was renewed")
+		return l.Err()
+	}
+	return nil
+}
+
+// label is what a commit under the lease adds to the thread's log message.
+func (l *Lease) label() string {
+	s := "worker " + l.worker
+	if l.opts.Build != "" {
+		s += " build " + l.opts.Build
+	}
+	return fmt.Sprintf("%s attempt %d", s, l.Attempt())
+}
+
+func (l *Lease) markLost(why string) {
+	l.lostOnce.Do(func() {
+		l.lostErr = &LeaseLostError{Thread: l.id, Worker: l.worker, Why: why}
+		close(l.lost)
+	})
+}
+
+// Claim takes thread id's run for worker: a queued run, a retrying one
+// whose backoff ended, or a running one whose lease expired by the store's
+// clock (a takeover), each with one compare-and-swap of runs/<id> to a
+// running record (attempt + 1, expiry = the store's now + the length),
+// logged "claim by <worker> attempt <n>" (or "takeover by <worker> attempt
+// <n> from <old worker>"). A lease still held fails with a
+// *[LeaseHeldError], a retrying run still in its backoff with an error
+// wrapping [cas.ErrConflict], a failed run with one wrapping
+// [ErrRunFailed], no record with one wrapping [ErrNotQueued], and a record
+// that changed under the claim with a *[cas.ConflictError].
+func (e *Engine) Claim(ctx context.Context, id, worker string, opts *LeaseOptions) (*Lease, error) {
+	return e.claim(ctx, id, worker, opts, false)
+}
+
+// Acquire is [Engine.Claim] for a process that runs a thread without the
+// queue (the HTTP server, a parallel branch's runner): when the thread has
+// no run record it creates one, already running under worker's lease
+// (logged "acquire by <worker>"), with one compare-and-swap; otherwise it
+// claims as Claim does. Either way the store moves to format version 2
+// with its first run node.
+func (e *Engine) Acquire(ctx context.Context, id, worker string, opts *LeaseOptions) (*Lease, error) {
+	return e.claim(ctx, id, worker, opts, true)
+}
+
+func (e *Engine) claim(ctx context.Context, id, worker string, o *LeaseOptions, create bool) (*Lease, error) {
+	id, err := ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	if worker == "" {
+		return nil, fmt.Errorf("claim thread %s: %w: no worker name", id, cas.ErrInvalid)
+	}
+	opts := o.withDefaults()
+	t0 := time.Now() // before the store's clock is read: local validity ends first
+	cur, err := e.RunOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	now, err := e.storeNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var next Run
+	var msg string
+	switch {
+	case cur == nil && !create:
+		return nil, fmt.Errorf("claim thread %s: %w", id, ErrNotQueued)
+	case cur == nil:
+		hn, err := e.headNode(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		sn := hn
+		if hn.Kind != KindStart {
+			if sn, err = e.Node(ctx, hn.StartHash()); err != nil {
+				return nil, fmt.Errorf("claim thread %s: start: %w", id, err)
+			}
+		}
+		next = Run{Thread: id, Workflow: e.workflowName(ctx, sn.Start.Workflow), Agent: opts.Agent, Cwd: sn.Start.Cwd}
+		msg = "acquire by " + worker
+	case cur.State == RunQueued:
+		next, msg = *cur, "claim by "+worker
+	case cur.State == RunRetrying:
+		if now < cur.Expiry {
+			return nil, fmt.Errorf("claim thread %s: %w: it is retrying after a failure, not before %s (store clock)",
+				id, cas.ErrConflict, cur.ExpiryTime().Format(time.RFC3339Nano))
+		}
+		next, msg = *cur, "claim by "+worker
+	case cur.State == RunRunning:
+		if now < cur.Expiry {
+			return nil, &LeaseHeldError{Thread: id, Worker: cur.Worker, Expiry: cur.ExpiryTime()}
+		}
+		next, msg = *cur, "takeover by "+worker
+	case cur.State == RunFailed:
+		return nil, fmt.Errorf("claim thread %s: %w (%s): queue it again first", id, ErrRunFailed, cur.Error)
+	default:
+		return nil, fmt.Errorf("claim thread %s: %w: run state %q", id, cas.ErrInvalid, cur.State)
+	}
+	next.Hash = 0
+	next.State, next.Worker, next.Expiry = RunRunning, worker, now+opts.Length.Milliseconds()
+	next.Attempt++
+	next.WhyNotClaimed, next.At = "", now
+	msg += fmt.Sprintf(" attempt %d", next.Attempt)
+	if cur != nil && cur.State == RunRunning {
+		msg += " from " + cur.Worker
+	}
+	var old cas.Hash
+	if cur != nil {
+		old = cur.Hash
+	}
+	h, err := e.swapRun(ctx, id, old, &next, msg)
+	if err != nil {
+		return nil, fmt.Errorf("claim thread %s: %w", id, err)
+	}
+	next.Hash = h
+	l := &Lease{e: e, id: id, worker: worker, opts: opts, run: &next,
+		valid: t0.Add(opts.Length - opts.Margin), lost: make(chan struct{})}
+	return l, nil
+}
+
+// Renew extends the lease to the store's now plus its length: one
+// compare-and-swap of runs/<thread> from the holder's record (logged
+// "renew by <worker>"). A lease already invalid by this process's clock is
+// not renewed (someone may hold it now); that, and a record that changed
+// hands, fail with a *[LeaseLostError] and mark the lease lost. Other
+// errors (the store unreachable) leave the lease as it was: the caller
+// may try again while it is valid.
+func (l *Lease) Renew(ctx context.Context) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	now, err := l.e.storeNow(ctx)
+	if err != nil {
+		return err
+	}
+	cur := l.Run()
+	next := cur
+	next.Hash, next.Expiry, next.At = 0, now+l.opts.Length.Milliseconds(), now
+	h, err := l.e.swapRun(ctx, l.id, cur.Hash, &next, "renew by "+l.worker)
+	if errors.Is(err, cas.ErrConflict) {
+		l.markLost("its run record changed hands (taken over, or dropped by kill or rm)")
+		return l.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("thread %s: renew the lease: %w", l.id, err)
+	}
+	// Re-check: if validity ran out while renewing, another holder may have
+	// claimed in between only if the stored expiry passed, which the CAS
+	// rules out; but this process was told to stop, and stays stopped.
+	if err := l.Check(); err != nil {
+		return err
+	}
+	next.Hash = h
+	l.mu.Lock()
+	l.run, l.valid = &next, t0.Add(l.opts.Length-l.opts.Margin)
+	l.mu.Unlock()
+	return nil
+}
+
+// Keep renews the lease in the background every third of its length and
+// returns a context derived from ctx that is cancelled, with a
+// *[LeaseLostError] as its cause ([context.Cause]), as soon as the lease
+// is lost: a renewal found the record changed, the store's watch showed
+// it taken or dropped, or the local validity ran out (renewals failing,
+// the process frozen). Steps run under that context commit only while the
+// lease is valid (see [Lease.Check]) and end their agent when it is
+// cancelled. Call stop, which waits for the background work to end, before
+// releasing; it does not cancel the context's parent.
+func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
+	lctx, cancel := context.WithCancelCause(withFence(ctx, l))
+	bg, bgStop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // renewals and the validity deadline
+		defer wg.Done()
+		interval := l.opts.Length / 3
+		renewAt := time.NewTimer(interval)
+		defer renewAt.Stop()
+		for {
+			deadline := time.NewTimer(time.Until(l.ValidUntil()))
+			select {
+			case <-bg.Done():
+				deadline.Stop()
+				return
+			case <-l.lost:
+				deadline.Stop()
+				cancel(l.Err())
+				return
+			case <-deadline.C:
+				if l.Check() != nil {
+					cancel(l.Err())
+					return
+				}
+			case <-renewAt.C:
+				err := l.Renew(bg)
+				switch {
+				case errors.Is(err, ErrLeaseLost):
+					cancel(err)
+					deadline.Stop()
+					return
+				case err != nil && bg.Err() == nil:
+					if l.opts.Logger != nil {
+						l.opts.Logger.Warn("lease renewal failed; retrying", "thread", l.id, "worker", l.worker, "err", err)
+					}
+					renewAt.Reset(max(interval/5, 10*time.Millisecond))
+				default:
+					renewAt.Reset(interval)
+				}
+			}
+			deadline.Stop()
+		}
+	}()
+	go func() { // the record dropped or taken, seen at once through the watch
+		defer wg.Done()
+		l.watch(bg, cancel)
+	}()
+	return lctx, func() {
+		bgStop()
+		wg.Wait()
+	}
+}
+
+// watch follows runs/<thread> and marks the lease lost when the record is
+// deleted or is no longer this holder's running record.
+func (l *Lease) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	name := runRef(l.id)
+	cursor, err := l.e.repo.WatchHead(ctx)
+	if err != nil {
+		return // unwatchable refs: the renewals find out
+	}
+	// A change between the claim and the cursor: read once.
+	if h, err := l.e.refs.Get(ctx, name); err == nil || errors.Is(err, cas.ErrNotFound) {
+		if l.notMine(ctx, h) {
+			cancel(l.Err())
+			return
+		}
+	}
+	for ev, err := range l.e.repo.Watch(ctx, name, cursor) {
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, cas.ErrInvalidCursor) {
+				return
+			}
+			continue
+		}
+		if ev.Ref != name {
+			continue
+		}
+		if l.notMine(ctx, ev.New) {
+			cancel(l.Err())
+			return
+		}
+	}
+}
+
+// notMine reports (and marks the lease lost) whether the record at h is
+// not this holder's running record of this attempt.
+func (l *Lease) notMine(ctx context.Context, h cas.Hash) bool {
+	if h.IsZero() {
+		l.markLost("its run record was dropped (the thread was killed or removed)")
+		return true
+	}
+	cur := l.Run()
+	if h == cur.Hash {
+		return false
+	}
+	r, err := l.e.ReadRun(ctx, h)
+	if err != nil {
+		return false // unreadable now: the renewal decides
+	}
+	if r.State == RunRunning && r.Worker == l.worker && r.Attempt == cur.Attempt {
+		return false // a renewal of ours
+	}
+	why := "its run record moved to " + r.State
+	if r.State == RunRunning {
+		why = fmt.Sprintf("worker %s took it over (attempt %d)", r.Worker, r.Attempt)
+	}
+	l.markLost(why)
+	return true
+}
+
+// finish moves the holder's record to next (zero: delete) with message.
+func (l *Lease) finish(ctx context.Context, next *Run, message string) error {
+	cur := l.Run()
+	var err error
+	if next == nil {
+		err = l.e.refs.CompareAndSwap(ctx, runRef(l.id), cur.Hash, 0, message)
+	} else {
+		_, err = l.e.swapRun(ctx, l.id, cur.Hash, next, message)
+	}
+	if errors.Is(err, cas.ErrConflict) {
+		l.markLost("its run record changed hands before it was given back")
+		return l.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("thread %s: give back the lease: %w", l.id, err)
+	}
+	l.markLost("given back")
+	return nil
+}
+
+// Release gives the lease back because the thread needs no more running
+// (done, suspended, killed): runs/<thread> is deleted, logged "release by
+// <worker>: <why>".
+func (l *Lease) Release(ctx context.Context, why string) error {
+	msg := "release by " + l.worker
+	if why != "" {
+		msg += ": " + why
+	}
+	return l.finish(ctx, nil, msg)
+}
+
+// Requeue gives the lease back with the run queued again, for another
+// worker (a draining worker's hand-off), logged "requeue by <worker>:
+// <why>". The attempt count is kept.
+func (l *Lease) Requeue(ctx context.Context, why string) error {
+	now, err := l.e.storeNow(ctx)
+	if err != nil {
+		return err
+	}
+	next := l.Run()
+	next.Hash, next.State, next.Worker, next.Expiry, next.At = 0, RunQueued, "", 0, now
+	return l.finish(ctx, &next, "requeue by "+l.worker+": "+why)
+}
+
+// Retry gives the lease back after a failed step: the run is retrying,
+// its failure count one more and its error cause, claimable again once
+// delay has passed by the store's clock. Logged "retry by <worker>".
+func (l *Lease) Retry(ctx context.Context, cause error, delay time.Duration) error {
+	now, err := l.e.storeNow(ctx)
+	if err != nil {
+		return err
+	}
+	next := l.Run()
+	next.Hash, next.State, next.Worker, next.Expiry, next.At = 0, RunRetrying, "", now+delay.Milliseconds(), now
+	next.Failures++
+	next.Error = errText(cause)
+	return l.finish(ctx, &next, fmt.Sprintf("retry by %s after failure %d", l.worker, next.Failures))
+}
+
+// Fail gives the lease back with the run failed: it leaves the queue,
+// visibly, and is not claimed again until queued again. Logged "fail by
+// <worker>".
+func (l *Lease) Fail(ctx context.Context, cause error) error {
+	now, err := l.e.storeNow(ctx)
+	if err != nil {
+		return err
+	}
+	next := l.Run()
+	next.Hash, next.State, next.Worker, next.Expiry, next.At = 0, RunFailed, "", 0, now
+	next.Failures++
+	next.Error = errText(cause)
+	return l.finish(ctx, &next, fmt.Sprintf("fail by %s after failure %d", l.worker, next.Failures))
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := []rune(strings.ToValidUTF8(err.Error(), "\uFFFD"))
+	if len(s) > 2000 {
+		return string(s[:2000]) + "…"
+	}
+	return string(s)
+}
+
+// fenceKey carries a lease in a context: commits under it check it.
+type fenceKey struct{}
+
+func withFence(ctx context.Context, l *Lease) context.Context {
+	return context.WithValue(ctx, fenceKey{}, l)
+}
+
+// fenceOf returns the lease a context's work runs under, or nil.
+func fenceOf(ctx context.Context) *Lease {
+	l, _ := ctx.Value(fenceKey{}).(*Lease)
+	return l
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -282,8 +283,12 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 	return e.settle(ctx, id, cn, pos, lw, results, winner, opts, e.now().Sub(started))
 }
 
-// runBranch steps branch b of call cn until it is no longer active: ctx
-// cancels its agent runs, wctx (not cancelled with it) writes.
+// runBranch steps branch b of call cn until it is no longer active, under
+// a lease on the branch thread (the lease primitive, see [Lease]): a
+// branch leased by another process (another runner of the same call) is
+// left to it and watched until it finishes or its lease expires, then
+// taken over. ctx cancels its agent runs; wctx (not cancelled with it)
+// writes.
 func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b Branch, wf cas.Hash, cwd string, opts *RunOptions) branchResult {
 	cid := ChildID(parent, cn.Hash, cn.Call.At, b.Key)
 	res := branchResult{id: cid}
@@ -291,6 +296,15 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 		res.status, res.err = "failed", err
 		return res
 	}
+	var lease *Lease
+	defer func() {
+		if lease != nil {
+			// Released whatever happened: a later step or resume of the
+			// parent carries the branch on at once (a finished branch is
+			// never run again: its head says so).
+			_ = lease.Release(wctx, "branch "+b.Key+" "+res.status)
+		}
+	}()
 	for {
 		hn, err := e.headNode(wctx, cid)
 		if err != nil {
@@ -313,9 +327,30 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 			res.status = ""
 			return res
 		}
-		_, err = e.Step(ctx, cid, opts)
+		if lease == nil {
+			l, err := e.Acquire(wctx, cid, branchWorker(parent, b.Key), opts.BranchLease)
+			var held *LeaseHeldError
+			switch {
+			case errors.As(err, &held), errors.Is(err, cas.ErrConflict):
+				// Another process runs it: look again in a while.
+				select {
+				case <-ctx.Done():
+				case <-time.After(branchPoll):
+				}
+				continue
+			case err != nil:
+				res.status, res.err = "failed", err
+				return res
+			}
+			lease = l
+		}
+		lctx, stop := lease.Keep(ctx)
+		_, err = e.Step(lctx, cid, opts)
+		stop()
 		var ce *ConflictError
 		switch {
+		case errors.Is(context.Cause(lctx), ErrLeaseLost):
+			lease = nil // taken over or dropped: look again
 		case err == nil, errors.As(err, &ce):
 			// Moved (by this step, or by another process): look again.
 		case ctx.Err() != nil:
@@ -334,6 +369,16 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 			return res
 		}
 	}
+}
+
+// branchPoll is how often a branch leased by another process is looked at.
+const branchPoll = 250 * time.Millisecond
+
+// branchWorker names the holder of a branch's lease: this process, the
+// parent and the key.
+func branchWorker(parent, key string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("branch %s/%s on %s pid %d", parent, key, host, os.Getpid())
 }
 
 // ensureChild creates branch thread cid of call cn if it does not exist:

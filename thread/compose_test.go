@@ -1,7 +1,12 @@
 package thread_test
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,6 +128,208 @@ func TestChildWorkflowRole(t *testing.T) {
 	calls, err := te.e.Calls(te.ctx, id)
 	if err != nil || len(calls) != 1 || calls[0].Join != join.Hash || calls[0].Branches[0].Thread != cid || !calls[0].Branches[0].Joined {
 		t.Errorf("Calls = %+v, %v", calls, err)
+	}
+	te.fsckClean()
+}
+
+// fakeAgent is a command agent for composition tests: it logs each run
+// ("<thread> <role> <pid>") to $LOG/runs, and behaves by role: a role
+// named boom* fails unless $LOG/fixed exists, slow* records its pid in
+// $LOG/pid.<role> and sleeps 30 s, ask* asks for a human unless
+// $LOG/answered exists; fast* sleeps 0.3 s; every other answers at once.
+// Its output is {status: ok, note: <role>}.
+const fakeAgentBody = `cat >/dev/null
+echo "$UWF_THREAD $UWF_ROLE $$" >> "$LOG/runs"
+case "$UWF_ROLE" in
+boom*) if [ ! -e "$LOG/fixed" ]; then echo "boom: the agent broke" >&2; exit 3; fi ;;
+slow*) echo $$ > "$LOG/pid.$UWF_ROLE"; sleep 30 & wait ;;
+ask*) if [ ! -e "$LOG/answered" ]; then printf -- '---\nstatus: $SUSPEND\nreason: which database?\n---\n'; exit 0; fi ;;
+fast*) sleep 0.3 ;;
+esac
+printf -- '---\nstatus: ok\nnote: "%s"\n---\nbody\n' "$UWF_ROLE"
+`
+
+// fakeOpts returns run options whose agent is the fake agent, logging to
+// the returned folder.
+func fakeOpts(t *testing.T) (*thread.RunOptions, string) {
+	t.Helper()
+	log := t.TempDir()
+	path := script(t, t.TempDir(), "fake.sh", fakeAgentBody)
+	cfg := parseConfig(t, fmt.Sprintf("agents:\n  fake:\n    command: %s\n    env: {LOG: %s}\ndefaultAgent: fake\n", path, log))
+	return &thread.RunOptions{Config: cfg}, log
+}
+
+// runs returns the fake agent's runs of role.
+func runsOf(t *testing.T, log, role string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(log, "runs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[1] == role {
+			n++
+		}
+	}
+	return n
+}
+
+const okRole = "{ frontmatter: { type: object, properties: { status: { const: ok }, note: { type: string } }, required: [status, note] } }"
+
+// stageWorkflow returns a workflow whose start runs a stage of members.
+func stageWorkflow(kind string, members ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s-stage\nroles:\n  stage: { %s: [%s], join: [{ status: ok, all: ok }, { status: mixed }] }\n", kind, kind, strings.Join(members, ", "))
+	if kind == "race" {
+		b.Reset()
+		fmt.Fprintf(&b, "name: %s-stage\nroles:\n  stage: { %s: [%s] }\n", kind, kind, strings.Join(members, ", "))
+	}
+	for _, m := range members {
+		fmt.Fprintf(&b, "  %s: %s\n", m, okRole)
+	}
+	b.WriteString("graph:\n  $START: { new: { role: stage, prompt: Do it. } }\n")
+	if kind == "race" {
+		b.WriteString("  stage: { ok: { role: $END } }\n")
+	} else {
+		b.WriteString("  stage: { ok: { role: $END }, mixed: { role: $END } }\n")
+	}
+	return b.String()
+}
+
+func (te *tenv) refNames(prefix string) []string {
+	te.t.Helper()
+	var out []string
+	for r, err := range te.refs.List(te.ctx, prefix) {
+		if err != nil {
+			te.t.Fatal(err)
+		}
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func TestParallelReviewExample(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.example("parallel-review.yaml")
+	id, _, err := te.e.Run(te.ctx, wf, "Add a --json flag", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	want := []string{"start", "call:plan", "join:plan", "step:developer", "call:review", "join:review", "mark:done"}
+	if got := kinds(ns); !slices.Equal(got, want) {
+		t.Fatalf("chain = %q, want %q", got, want)
+	}
+	out, err := te.repo.Get(te.ctx, ns[5].Join.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.Payload.(map[string]any)
+	br, _ := m["branches"].(map[string]any)
+	if m["status"] != "approved" || br["security-reviewer"] == nil || br["style-reviewer"] == nil {
+		t.Errorf("review join output = %v", m)
+	}
+	// The race's join holds only the winner's output.
+	out, _ = te.repo.Get(te.ctx, ns[2].Join.Output)
+	if br, _ := out.Payload.(map[string]any)["branches"].(map[string]any); len(br) != 1 {
+		t.Errorf("race join branches = %v, want the winner's only", br)
+	}
+	// Only the parent's ref is left: branch refs went at the joins, the
+	// branches' leases were released.
+	if got := te.refNames(thread.ThreadPrefix); !slices.Equal(got, []string{thread.ThreadPrefix + id}) {
+		t.Errorf("thread refs = %q", got)
+	}
+	if got := te.refNames("runs/"); len(got) != 0 {
+		t.Errorf("run records left: %q", got)
+	}
+	te.fsckClean()
+}
+
+func TestParallelFailureCollected(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	wf := te.putWorkflow(stageWorkflow("parallel", "a", "boom1", "b", "boom2"))
+	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
+	var se *thread.StepError
+	if !errors.As(err, &se) || !errors.Is(err, thread.ErrBranchFailed) {
+		t.Fatalf("Run = %v, want a StepError for the failed branches", err)
+	}
+	for _, k := range []string{"branch boom1", "branch boom2", "boom: the agent broke"} {
+		if !strings.Contains(err.Error(), k) {
+			t.Errorf("error %q does not name %q", err, k)
+		}
+	}
+	// The head stays on the call; the other branches finished.
+	hn, err := te.e.Node(te.ctx, te.head(id))
+	if err != nil || hn.Kind != thread.KindCall {
+		t.Fatalf("head = %+v, %v; want the call", hn, err)
+	}
+	calls, err := te.e.Calls(te.ctx, id)
+	if err != nil || len(calls) != 1 {
+		t.Fatalf("Calls = %+v, %v", calls, err)
+	}
+	got := map[string]string{}
+	for _, b := range calls[0].Branches {
+		got[b.Key] = b.Status
+	}
+	if got["a"] != "done" || got["b"] != "done" || got["boom1"] != "active" || got["boom2"] != "active" {
+		t.Errorf("branch statuses = %v", got)
+	}
+	info, err := te.e.Show(te.ctx, id)
+	if err != nil || info.LastFailure == nil || !strings.Contains(info.LastFailure.Error, "boom2") || info.LastFailure.Head != hn.Hash {
+		t.Errorf("last failure = %+v, %v", info.LastFailure, err)
+	}
+	// Fixed: stepping again runs only the failed branches, then joins.
+	if err := os.WriteFile(filepath.Join(log, "fixed"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.e.StepN(te.ctx, id, 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	for role, n := range map[string]int{"a": 1, "b": 1, "boom1": 2, "boom2": 2} {
+		if got := runsOf(t, log, role); got != n {
+			t.Errorf("role %s ran %d times, want %d", role, got, n)
+		}
+	}
+	if got := kinds(te.nodes(te.head(id))); !slices.Equal(got, []string{"start", "call:stage", "join:stage", "mark:done"}) {
+		t.Errorf("chain = %q", got)
+	}
+	te.fsckClean()
+}
+
+func TestRaceCancelsLosers(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	wf := te.putWorkflow(stageWorkflow("race", "fast", "slow"))
+	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	if got := kinds(ns); !slices.Equal(got, []string{"start", "call:stage", "join:stage", "mark:done"}) {
+		t.Fatalf("chain = %q", got)
+	}
+	j := ns[2].Join
+	if j.Branches[0].Status != "done" || j.Branches[1].Status != "cancelled" {
+		t.Errorf("join branches = %+v", j.Branches)
+	}
+	loser, err := te.e.Node(te.ctx, j.Branches[1].Head)
+	if err != nil || loser.Mark == nil || loser.Mark.Mark != thread.MarkCancelled || !strings.Contains(loser.Mark.Reason, "lost the race to fast") {
+		t.Errorf("loser head = %+v, %v", loser, err)
+	}
+	out, _ := te.repo.Get(te.ctx, j.Output)
+	if m := out.Payload.(map[string]any); m["status"] != "ok" || m["branches"].(map[string]any)["fast"] == nil {
+		t.Errorf("race output = %v", m)
+	}
+	// The loser's agent process is gone.
+	data, err := os.ReadFile(filepath.Join(log, "pid.slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 || processAlive(pid) {
+		t.Errorf("the race loser's process %d is still running", pid)
 	}
 	te.fsckClean()
 }

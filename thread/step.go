@@ -67,6 +67,9 @@ type RunOptions struct {
 	Secrets []string
 	// Progress, if set, is called as the step loop goes.
 	Progress func(Event)
+	// BranchLease configures the leases the branches of a call run
+	// under (composition); nil means the defaults.
+	BranchLease *LeaseOptions
 }
 
 // Event types of [Event].

@@ -571,7 +571,7 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	}
 	// From now on the join's edges keep the branches: their refs go.
 	for i, r := range results {
-		msg := "joined into " + id + "@" + jh.String()
+		msg := joinedPrefix + id + "@" + jh.String()
 		if err := e.refs.CompareAndSwap(ctx, refName(r.id), r.head.Hash, 0, msg); err != nil && !errors.Is(err, cas.ErrNotFound) {
 			e.log.Info("branch ref left after the join", "thread", r.id, "branch", call.Branches[i].Key, "error", err)
 		}
@@ -821,4 +821,53 @@ func (e *Engine) joinHash(ctx context.Context, cn *Node, j *Join) cas.Hash {
 		return 0
 	}
 	return h
+}
+
+// joinedPrefix starts the log message of a branch ref the join removed.
+const joinedPrefix = "joined into "
+
+// Parent is the call a branch thread runs under.
+type Parent struct {
+	Thread string   // the parent thread, from the branch's creation log entry ("" if the log no longer says)
+	Call   cas.Hash // the call node on the parent's chain
+	Key    string   // the branch's key
+}
+
+// parentThread reads the parent of branch thread id from its creation log
+// entry ("child of P@C/K"); "" if the log does not say.
+func (e *Engine) parentThread(ctx context.Context, id string) string {
+	log, err := e.refs.Log(ctx, refName(id))
+	if err != nil {
+		return ""
+	}
+	for _, le := range slices.Backward(log) {
+		if p, _, _, ok := ParseChildMessage(le.Message); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// branches returns the branches of the call head is in, with their
+// status; nil when it is in none.
+func (e *Engine) branches(ctx context.Context, id string, head *Node) ([]ChildInfo, error) {
+	ids, cn, err := e.pendingChildren(ctx, id, head)
+	if err != nil || cn == nil {
+		return nil, err
+	}
+	out := make([]ChildInfo, len(ids))
+	for i, cid := range ids {
+		b := cn.Call.Branches[i]
+		ch := ChildInfo{Key: b.Key, Role: b.Role, Thread: cid, Status: "not started"}
+		if h, err := e.refs.Get(ctx, refName(cid)); err == nil {
+			ch.Head = h
+			if bn, err := e.Node(ctx, h); err == nil {
+				ch.Status = bn.Status()
+			}
+		} else if !errors.Is(err, cas.ErrNotFound) {
+			return nil, err
+		}
+		out[i] = ch
+	}
+	return out, nil
 }

@@ -103,8 +103,16 @@ func TestChildWorkflowRole(t *testing.T) {
 	// The child's id is derived from (parent, call, key); its ref went at
 	// the join, its log says where it came from.
 	cid := thread.ChildID(id, call.Hash, call.Call.At, "developer")
-	if _, err := te.e.Head(te.ctx, cid); err == nil {
-		t.Error("the child's ref outlived the join")
+	if _, err := te.refs.Get(te.ctx, thread.ThreadPrefix+cid); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("the child's ref outlived the join: %v", err)
+	}
+	// It is still read by its id: its log names its final head.
+	if h, err := te.e.Head(te.ctx, cid); err != nil || h != join.Join.Branches[0].Head {
+		t.Errorf("Head(joined child) = %s, %v; want %s", h, err, join.Join.Branches[0].Head)
+	}
+	info, err := te.e.Show(te.ctx, cid)
+	if err != nil || info.Parent == nil || info.Parent.Thread != id || info.Parent.Call != call.Hash || info.Parent.Key != "developer" || info.Status != thread.StatusDone {
+		t.Errorf("Show(child) = %+v, %v", info, err)
 	}
 	log, err := te.refs.Log(te.ctx, thread.ThreadPrefix+cid)
 	if err != nil || len(log) < 2 {
@@ -332,4 +340,38 @@ func TestRaceCancelsLosers(t *testing.T) {
 		t.Errorf("the race loser's process %d is still running", pid)
 	}
 	te.fsckClean()
+}
+
+func TestReadShowsBranches(t *testing.T) {
+	te := newTEnv(t)
+	te.example("develop.yaml")
+	wf := te.example("solve-issue.yaml")
+	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := te.e.Read(te.ctx, id, thread.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	cid := thread.ChildID(id, ns[2].Hash, ns[2].Call.At, "developer")
+	for _, want := range []string{
+		"· developer · call (child) ·",
+		"- branch developer: thread " + cid,
+		"· developer · join of 1 branch(es) (child) ·",
+		"- branch developer (done): thread " + cid,
+		"read it whole: uwf thread read " + cid,
+		"  - 1 · planner · agent synth · planned",
+		"· committer · agent synth · committed",
+	} {
+		if !strings.Contains(r.Text, want) {
+			t.Errorf("read lacks %q:\n%s", want, r.Text)
+		}
+	}
+	// The child reads whole by its id.
+	cr, err := te.e.Read(te.ctx, cid, thread.ReadOptions{})
+	if err != nil || !strings.Contains(cr.Text, "workflow: develop · status: done") {
+		t.Errorf("read child: %v\n%v", err, cr)
+	}
 }

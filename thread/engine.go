@@ -166,7 +166,9 @@ func ParseID(s string) (string, error) {
 
 func refName(id string) string { return ThreadPrefix + id }
 
-// Head returns a thread's head. The error wraps [ErrInvalidID] for a bad ID
+// Head returns a thread's head (for a branch thread joined into its
+// parent, whose ref the join removed, its final head as its log says).
+// The error wraps [ErrInvalidID] for a bad ID
 // and [cas.ErrNotFound] for no such thread, saying so when the thread's
 // ref is missing though its log says it exists (deleted behind uwf's back).
 func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
@@ -179,6 +181,11 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 		if errors.Is(err, cas.ErrNotFound) {
 			// A ref deleted behind uwf's back: say so, and how to get it back.
 			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil {
+				// A branch joined into its parent: its ref went, the
+				// join's edge keeps its final head, which its log names.
+				if n := len(log); n > 0 && log[n-1].New.IsZero() && strings.HasPrefix(log[n-1].Message, joinedPrefix) {
+					return log[n-1].Old, nil
+				}
 				if m := cas.MissingRef(refName(id), log); m != nil {
 					return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
 						id, cas.ErrNotFound, m.Name, m.Logged, m.Name)
@@ -551,6 +558,11 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Parent is set for a branch thread: the call it runs under.
+	Parent *Parent
+	// Branches are the branches of the call the thread is in, if it is in
+	// one (set by [Engine.Show]).
+	Branches []ChildInfo
 	// Err, set only by [Engine.List], says why the thread could not be
 	// read: its head or start is a node of a kind this build does not
 	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
@@ -578,6 +590,12 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		return nil, err
 	}
 	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
+		return nil, err
+	}
+	if info.Parent != nil {
+		info.Parent.Thread = e.parentThread(ctx, id)
+	}
+	if info.Branches, err = e.branches(ctx, id, hn); err != nil {
 		return nil, err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
@@ -610,6 +628,9 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 		}
 	}
 	info := &Info{ID: id, Head: head, Status: hn.Status(), Depth: hn.Depth(), Workflow: sn.Start.Workflow, Prompt: sn.Start.Prompt}
+	if sn.Start.IsChild() {
+		info.Parent = &Parent{Call: sn.Start.Call, Key: sn.Start.Key}
+	}
 	if u, err := ulid.ParseStrict(id); err == nil {
 		info.Created = ulid.Time(u.Time()).UTC()
 	}
@@ -636,6 +657,11 @@ type ListOptions struct {
 	Before string
 	Limit  int // at most this many; 0 for all
 	Offset int // skip this many (after filtering)
+	// Children lists branch threads too (threads a call runs, until their
+	// join); without it they are left out, as they show under their
+	// parent. Left-out branches count toward Offset when no other filter
+	// is given (the listing then reads only the page's threads).
+	Children bool
 }
 
 // List returns threads newest first (by the time in their ULID), filtered
@@ -690,6 +716,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 				continue
 			}
 			info = &Info{ID: id, Head: r.Hash, Err: err}
+		}
+		if info.Parent != nil && !opts.Children {
+			continue
 		}
 		if filtered && info.Err == nil {
 			if opts.Status != "" && info.Status != opts.Status {

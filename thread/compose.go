@@ -296,6 +296,7 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 		res.status, res.err = "failed", err
 		return res
 	}
+	opts = e.branchReplay(wctx, cn, b, opts)
 	var lease *Lease
 	defer func() {
 		if lease != nil {
@@ -870,4 +871,30 @@ func (e *Engine) branches(ctx context.Context, id string, head *Node) ([]ChildIn
 		out[i] = ch
 	}
 	return out, nil
+}
+
+// branchReplay returns the options of branch b of call cn: opts, but for
+// an agent replay:<source> the replay of the source's own branch (the
+// branch of the same key under the source's call at the same depth), so
+// a replayed parent re-runs its branches from their recorded outputs.
+func (e *Engine) branchReplay(ctx context.Context, cn *Node, b Branch, opts *RunOptions) *RunOptions {
+	src, ok := strings.CutPrefix(opts.Agent, "replay:")
+	if !ok {
+		return opts
+	}
+	src, err := ParseID(src)
+	if err != nil {
+		return opts
+	}
+	head, err := e.Head(ctx, src)
+	if err != nil {
+		return opts
+	}
+	anc, err := e.Ancestor(ctx, head, cn.Depth())
+	if err != nil || anc.Call == nil || anc.Call.Role != cn.Call.Role {
+		return opts // the source made no such call: the replay diverges, and says so
+	}
+	o := *opts
+	o.Agent = "replay:" + ChildID(src, anc.Hash, anc.Call.At, b.Key)
+	return &o
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
@@ -373,5 +374,201 @@ func TestReadShowsBranches(t *testing.T) {
 	cr, err := te.e.Read(te.ctx, cid, thread.ReadOptions{})
 	if err != nil || !strings.Contains(cr.Text, "workflow: develop · status: done") {
 		t.Errorf("read child: %v\n%v", err, cr)
+	}
+}
+
+func TestForkAndReplayParent(t *testing.T) {
+	te := newTEnv(t)
+	te.example("develop.yaml")
+	wf := te.example("solve-issue.yaml")
+	src, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcNodes := te.nodes(te.head(src))
+	// Replay from the start: the child replays from its own recorded
+	// outputs, so the same outputs come out.
+	fork, _, err := te.e.ForkAt(te.ctx, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.e.StepN(te.ctx, fork, 0, &thread.RunOptions{Agent: "replay:" + src}); err != nil {
+		t.Fatal(err)
+	}
+	got := te.nodes(te.head(fork))
+	if !slices.Equal(kinds(got), kinds(srcNodes)) {
+		t.Fatalf("replayed chain = %q, want %q", kinds(got), kinds(srcNodes))
+	}
+	if got[3].Join.Output != srcNodes[3].Join.Output || got[4].Step.Output != srcNodes[4].Step.Output {
+		t.Error("the replay's outputs differ from the source's")
+	}
+	childSrc, childFork := te.nodes(srcNodes[3].Join.Branches[0].Head), te.nodes(got[3].Join.Branches[0].Head)
+	if !slices.Equal(kinds(childSrc), kinds(childFork)) {
+		t.Errorf("replayed child = %q, want %q", kinds(childFork), kinds(childSrc))
+	}
+	// A fork at the call, before its join, starts its own branch with an
+	// id derived from the fork; the source's child is not touched.
+	atCall, err := te.e.Fork(te.ctx, srcNodes[2].Hash, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.e.Step(te.ctx, atCall, &thread.RunOptions{Agent: "synth"}); err != nil {
+		t.Fatal(err)
+	}
+	fn := te.nodes(te.head(atCall))
+	if k := kinds(fn); k[len(k)-1] != "join:developer" || fn[3].Join.Call != srcNodes[2].Hash {
+		t.Fatalf("fork at the call = %q", k)
+	}
+	want := thread.ChildID(atCall, srcNodes[2].Hash, srcNodes[2].Call.At, "developer")
+	if c, err := te.e.Show(te.ctx, want); err != nil || c.Parent == nil || c.Parent.Thread != atCall {
+		t.Errorf("the fork's own branch %s: %+v, %v", want, c, err)
+	}
+	te.fsckClean()
+}
+
+// childWorkflows registers "inner" (one role, run by the fake agent) and
+// "outer", whose role "work" runs inner as a child thread.
+func (te *tenv) childWorkflows(innerRole string) cas.Hash {
+	te.t.Helper()
+	te.putWorkflow(fmt.Sprintf("name: inner\nroles:\n  %s: %s\ngraph:\n  $START: { new: { role: %s, prompt: Go. } }\n  %s: { ok: { role: $END } }\n", innerRole, okRole, innerRole, innerRole))
+	return te.putWorkflow("name: outer\nroles:\n  work: { workflow: inner, frontmatter: { type: object, properties: { status: { const: ok } }, required: [status] } }\n" +
+		"graph:\n  $START: { new: { role: work, prompt: Do the work. } }\n  work: { ok: { role: $END } }\n")
+}
+
+func TestChildSuspendsParent(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	wf := te.childWorkflows("asker")
+	id, rs, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rs[len(rs)-1]; last.Kind != thread.EventSuspended || !strings.Contains(last.Reason, "which database?") || !strings.Contains(last.Reason, "branch work") {
+		t.Fatalf("last result = %+v", last)
+	}
+	info, _ := te.e.Show(te.ctx, id)
+	if info.Status != thread.StatusSuspended || len(info.Branches) != 1 || info.Branches[0].Status != thread.StatusSuspended {
+		t.Fatalf("parent = %+v", info)
+	}
+	// Resuming the parent resumes the child; stepping goes on from the
+	// call, the child runs its role again and the parent joins.
+	if err := os.WriteFile(filepath.Join(log, "answered"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := te.e.Resume(te.ctx, id, "use PostgreSQL"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := te.e.Show(te.ctx, info.Branches[0].Thread); st.Status != thread.StatusActive {
+		t.Errorf("child after the parent's resume: %s", st.Status)
+	}
+	if _, err := te.e.StepN(te.ctx, id, 0, opts); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"start", "call:work", "mark:suspended", "mark:resumed", "join:work", "mark:done"}
+	if got := kinds(te.nodes(te.head(id))); !slices.Equal(got, want) {
+		t.Errorf("parent chain = %q, want %q", got, want)
+	}
+	if n := runsOf(t, log, "asker"); n != 2 {
+		t.Errorf("asker ran %d times, want 2", n)
+	}
+	te.fsckClean()
+}
+
+func TestKillParentEndsBranches(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	wf := te.putWorkflow(stageWorkflow("parallel", "slow1", "slow2"))
+	id, _, err := te.e.Start(te.ctx, wf, "task", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := te.e.Step(te.ctx, id, opts)
+		done <- err
+	}()
+	// Wait for both agents to run.
+	deadline := time.Now().Add(10 * time.Second)
+	for runsOf(t, log, "slow1")+runsOf(t, log, "slow2") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the branches never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	info, err := te.e.Show(te.ctx, id)
+	if err != nil || len(info.Branches) != 2 {
+		t.Fatalf("show = %+v, %v", info, err)
+	}
+	if _, err := te.e.Kill(te.ctx, id, "enough"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, thread.ErrNotActive) {
+			t.Errorf("the step of the killed parent = %v, want ErrNotActive", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parent's step did not end after the kill")
+	}
+	for _, b := range info.Branches {
+		st, err := te.e.Show(te.ctx, b.Thread)
+		if err != nil || st.Status != thread.StatusKilled {
+			t.Errorf("branch %s after the parent's kill: %+v, %v", b.Key, st, err)
+		}
+		data, _ := os.ReadFile(filepath.Join(log, "pid."+b.Key))
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid <= 0 || processAlive(pid) {
+			t.Errorf("branch %s's agent (pid %d) still runs", b.Key, pid)
+		}
+	}
+	// rm of the parent removes its branches' refs too.
+	if err := te.e.Remove(te.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := te.refNames(thread.ThreadPrefix); len(got) != 0 {
+		t.Errorf("thread refs after rm = %q", got)
+	}
+}
+
+func TestTwoSteppersMakeOneCall(t *testing.T) {
+	te := newTEnv(t)
+	opts, _ := fakeOpts(t)
+	wf := te.putWorkflow(stageWorkflow("parallel", "fast1", "fast2"))
+	id, _, err := te.e.Start(te.ctx, wf, "task", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := thread.New(te.repo, &thread.Options{Now: te.clock.Now})
+	errs := make(chan error, 2)
+	for _, e := range []*thread.Engine{te.e, other} {
+		go func() {
+			_, err := e.StepN(te.ctx, id, 0, opts)
+			errs <- err
+		}()
+	}
+	var failed int
+	for range 2 {
+		if err := <-errs; err != nil {
+			var ce *thread.ConflictError
+			if !errors.As(err, &ce) && !errors.Is(err, thread.ErrNotActive) {
+				t.Errorf("a stepper failed: %v", err)
+			}
+			failed++
+		}
+	}
+	got := kinds(te.nodes(te.head(id)))
+	if !slices.Equal(got, []string{"start", "call:stage", "join:stage", "mark:done"}) {
+		t.Errorf("chain = %q: want one call", got)
+	}
+	te.fsckClean()
+}
+
+func TestNestingLimit(t *testing.T) {
+	te := newTEnv(t)
+	// A workflow whose role runs itself.
+	te.putWorkflow("name: loop\nroles:\n  a: " + okRole + "\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: $END } }\n")
+	wf := te.putWorkflow("name: loop\nroles:\n  self: { workflow: loop, frontmatter: { properties: { status: { const: ok } } } }\ngraph:\n  $START: { new: { role: self } }\n  self: { ok: { role: $END } }\n")
+	_, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if !errors.Is(err, thread.ErrBranchFailed) || !strings.Contains(err.Error(), "child threads nest too deep: this thread is a branch 8 calls deep, the limit is 8") {
+		t.Errorf("Run = %v, want the nesting limit", err)
 	}
 }

@@ -878,6 +878,12 @@ func (t threads) Recorded(ctx context.Context, id string) (string, []agent.Recor
 		if err != nil {
 			return "", nil, err
 		}
+		if n.Kind == KindJoin {
+			// A join counts as its role's step: keep the indexes of the
+			// steps after it (its branches replay from their own threads).
+			steps = append(steps, agent.Recorded{Role: n.Join.Role})
+			continue
+		}
 		if n.Kind != KindStep {
 			continue
 		}

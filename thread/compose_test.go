@@ -572,3 +572,49 @@ func TestNestingLimit(t *testing.T) {
 		t.Errorf("Run = %v, want the nesting limit", err)
 	}
 }
+
+func TestGCAfterRemovingParent(t *testing.T) {
+	te := newTEnv(t)
+	te.example("develop.yaml")
+	wf := te.example("solve-issue.yaml")
+	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	// A fork at the triager's step shares the start and that step.
+	keep, err := te.e.Fork(te.ctx, ns[1].Hash, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := te.nodes(ns[3].Join.Branches[0].Head)
+	// Before rm, GC keeps the child through the join's edges (its ref
+	// went at the join).
+	gc := &cas.GCOptions{Grace: -1, LogRetention: -1}
+	if _, err := te.repo.GC(te.ctx, gc); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range child {
+		if ok, _ := te.st.Has(te.ctx, n.Hash); !ok {
+			t.Fatalf("GC removed the child's node %s while its parent lives", n.Hash)
+		}
+	}
+	if err := te.e.Remove(te.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	te.clock.Advance(time.Hour) // the removed refs' log entries are past the (zero) retention
+	if _, err := te.repo.GC(te.ctx, gc); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range append(child, ns[2], ns[3]) {
+		if ok, _ := te.st.Has(te.ctx, n.Hash); ok {
+			t.Errorf("node %s (%s) outlived its parent's rm and GC", n.Hash, n.Kind)
+		}
+	}
+	for _, n := range ns[:2] {
+		if ok, _ := te.st.Has(te.ctx, n.Hash); !ok {
+			t.Errorf("GC removed %s (%s), which fork %s shares", n.Hash, n.Kind, keep)
+		}
+	}
+	te.fsckClean()
+}

@@ -27,11 +27,33 @@ type InfoJSON struct {
 // ShowJSON is `thread show --json`: a list element and more. Every field is
 // always present; lastFailure and origin.thread are null when there is
 // none.
+//
+// A branch thread also has parent (the call it runs under), and a thread
+// in a call (its branches running, failed or suspended) branches; both are
+// absent otherwise.
 type ShowJSON struct {
 	InfoJSON
 	Prompt      string       `json:"prompt"`
 	Origin      OriginJSON   `json:"origin"`
 	LastFailure *FailureJSON `json:"lastFailure"`
+	Parent      *ParentJSON  `json:"parent,omitempty"`
+	Branches    []BranchJSON `json:"branches,omitempty"`
+}
+
+// ParentJSON is the call a branch thread runs under, in [ShowJSON].
+type ParentJSON struct {
+	Thread string   `json:"thread"` // "" if its log no longer says
+	Call   cas.Hash `json:"call"`
+	Key    string   `json:"key"`
+}
+
+// BranchJSON is a branch of the call a thread is in, in [ShowJSON].
+type BranchJSON struct {
+	Key    string   `json:"key"`
+	Role   string   `json:"role,omitempty"`
+	Thread string   `json:"thread"`
+	Head   cas.Hash `json:"head,omitzero"`
+	Status string   `json:"status"`
 }
 
 // OriginJSON is where a thread came from, in [ShowJSON].
@@ -66,6 +88,12 @@ func (info *Info) ShowJSON() ShowJSON {
 		Origin: OriginJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
 	if o.ForkThread != "" {
 		t.Origin.Thread = &o.ForkThread
+	}
+	if p := info.Parent; p != nil {
+		t.Parent = &ParentJSON{Thread: p.Thread, Call: p.Call, Key: p.Key}
+	}
+	for _, b := range info.Branches {
+		t.Branches = append(t.Branches, BranchJSON{Key: b.Key, Role: b.Role, Thread: b.Thread, Head: b.Head, Status: b.Status})
 	}
 	if f := info.LastFailure; f != nil {
 		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}

@@ -727,6 +727,12 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		fmt.Fprintf(bw, "origin:   started at %s\n", o.Node)
 	}
 	fmt.Fprintf(bw, "prompt:   %s\n", oneLine(info.Prompt))
+	if p := info.Parent; p != nil {
+		fmt.Fprintf(bw, "parent:   %s, branch %s of call %s\n", p.Thread, p.Key, p.Call)
+	}
+	for _, b := range info.Branches {
+		fmt.Fprintf(bw, "branch:   %s: thread %s, %s\n", b.Key, b.Thread, b.Status)
+	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
 			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(f.Error), info.FailureHash, f.Detail)

@@ -145,7 +145,8 @@ func TestChildWorkflowRole(t *testing.T) {
 // ("<thread> <role> <pid>") to $LOG/runs, and behaves by role: a role
 // named boom* fails unless $LOG/fixed exists, slow* records its pid in
 // $LOG/pid.<role> and sleeps 30 s, ask* asks for a human unless
-// $LOG/answered exists; fast* sleeps 0.3 s; every other answers at once.
+// $LOG/answered exists; fast* sleeps 0.3 s, second* 1 s; every other
+// answers at once.
 // Its output is {status: ok, note: <role>}.
 const fakeAgentBody = `cat >/dev/null
 echo "$UWF_THREAD $UWF_ROLE $$" >> "$LOG/runs"
@@ -154,6 +155,7 @@ boom*) if [ ! -e "$LOG/fixed" ]; then echo "boom: the agent broke" >&2; exit 3; 
 slow*) echo $$ > "$LOG/pid.$UWF_ROLE"; sleep 30 & wait ;;
 ask*) if [ ! -e "$LOG/answered" ]; then printf -- '---\nstatus: $SUSPEND\nreason: which database?\n---\n'; exit 0; fi ;;
 fast*) sleep 0.3 ;;
+second*) sleep 1 ;;
 esac
 printf -- '---\nstatus: ok\nnote: "%s"\n---\nbody\n' "$UWF_ROLE"
 `

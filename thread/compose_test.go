@@ -620,3 +620,32 @@ func TestGCAfterRemovingParent(t *testing.T) {
 	}
 	te.fsckClean()
 }
+
+func TestReplayReportsDivergenceInBranch(t *testing.T) {
+	te := newTEnv(t)
+	text := stageWorkflow("parallel", "a", "b")
+	wf := te.putWorkflow(text)
+	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := te.e.Replay(te.ctx, id, 0)
+	if err != nil || rep.Divergence != nil || rep.Steps != 3 {
+		t.Fatalf("replay under its own workflow = %+v, %v; want 3 steps (the join, a, b), no divergence", rep, err)
+	}
+	// A version whose member b needs a field b's recorded output lacks.
+	changed := strings.Replace(text, "  b: "+okRole, "  b: { frontmatter: { type: object, properties: { status: { const: ok }, note: { type: string }, extra: { type: string } }, required: [status, note, extra] } }", 1)
+	wf2 := te.putWorkflow(changed)
+	rep, err = te.e.Replay(te.ctx, id, wf2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rep.Divergence
+	if d == nil || d.Branch != "b" || !d.Invalid || !strings.Contains(d.Error, "extra") || d.Depth != 1 {
+		t.Fatalf("replay under the changed version: divergence %+v", d)
+	}
+	ns := te.nodes(te.head(id))
+	if want := thread.ChildID(id, ns[1].Hash, ns[1].Call.At, "b"); d.Thread != want {
+		t.Errorf("divergence thread = %s, want %s", d.Thread, want)
+	}
+}

@@ -112,6 +112,7 @@ type EntryJSON struct {
 	Mark   string   `json:"mark,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Time   int64    `json:"time,omitempty"`
+	Mode   string   `json:"mode,omitempty"` // a call's or join's: child, parallel or race
 }
 
 // JSON returns the entry as `thread steps --json` lists it.
@@ -122,6 +123,10 @@ func (n *StepEntry) JSON() EntryJSON {
 		en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
 	case KindMark:
 		en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
+	case KindCall:
+		en.Role, en.Mode, en.Time = n.Call.Role, n.Call.Mode, n.Call.At
+	case KindJoin:
+		en.Role, en.Time = n.Join.Role, n.Join.At
 	}
 	return en
 }

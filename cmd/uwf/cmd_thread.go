@@ -822,6 +822,10 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 				fmt.Fprintf(bw, "%d %s step %s (%s) %s\n", en.Depth, en.Hash, en.Role, en.Agent, en.Status)
 			case thread.KindMark:
 				fmt.Fprintf(bw, "%d %s mark %s %s\n", en.Depth, en.Hash, en.Mark, oneLine(en.Reason))
+			case thread.KindCall:
+				fmt.Fprintf(bw, "%d %s call %s (%s)\n", en.Depth, en.Hash, en.Role, en.Mode)
+			case thread.KindJoin:
+				fmt.Fprintf(bw, "%d %s join %s %s\n", en.Depth, en.Hash, en.Role, en.Status)
 			}
 		}
 		first = false
@@ -974,6 +978,8 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 			New     string   `json:"new"`
 			Error   string   `json:"error,omitempty"`
 			Invalid bool     `json:"invalid"`
+			Branch  string   `json:"branch,omitempty"` // inside a branch thread: its key
+			Thread  string   `json:"thread,omitempty"` // and its id
 		}
 		out := struct {
 			Thread     string   `json:"thread"`
@@ -982,13 +988,16 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 			Divergence *div     `json:"divergence"`
 		}{rep.Thread, rep.Workflow, rep.Steps, nil}
 		if d != nil {
-			out.Divergence = &div{d.Depth, d.After, d.From, d.Status, d.Old, d.New, d.Error, d.Invalid}
+			out.Divergence = &div{d.Depth, d.After, d.From, d.Status, d.Old, d.New, d.Error, d.Invalid, d.Branch, d.Thread}
 		}
 		if err := writeJSON(w, out); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(w, "thread %s under workflow %s: %d steps replayed\n", rep.Thread, rep.Workflow, rep.Steps)
+		if d != nil && d.Branch != "" {
+			fmt.Fprintf(w, "in branch %s (thread %s): ", d.Branch, d.Thread)
+		}
 		switch {
 		case d == nil:
 			fmt.Fprintln(w, "no divergence: routing reaches every recorded step")

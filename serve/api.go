@@ -142,10 +142,8 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := thread.ListOptions{Status: q.Get("status"), Workflow: q.Get("workflow"), Limit: limit + 1}
-	switch opts.Status {
-	case "", thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended:
-	default:
-		s.fail(w, r, badRequestf("invalid status %q: want active, done, killed or suspended", opts.Status))
+	if err := thread.CheckListStatus(opts.Status); err != nil {
+		s.fail(w, r, badRequestf("invalid status %q: %v", opts.Status, err))
 		return
 	}
 	if wf := opts.Workflow; wf != "" && !registry.ValidName(wf) {

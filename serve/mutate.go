@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -27,6 +28,9 @@ type startBody struct {
 	// N is how many steps to run in the background: 0 (the default) until
 	// the thread stops, as `thread run`; -1 none, as `thread start`.
 	N int `json:"n"`
+	// Queue queues the thread for `uwf worker`s instead of running it
+	// here (as `thread start --queue`); N is then ignored.
+	Queue bool `json:"queue"`
 }
 
 // runOptions builds the options of a background step loop from the
@@ -118,6 +122,15 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash}
+	if b.Queue {
+		if _, err := s.eng.Enqueue(ctx, id, thread.EnqueueOptions{Agent: b.Agent}); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/api/v1/threads/"+id)
+		writeJSON(w, http.StatusAccepted, out)
+		return
+	}
 	if b.N < 0 {
 		writeJSON(w, http.StatusCreated, out)
 		return
@@ -149,6 +162,7 @@ type stepBody struct {
 	N     int    `json:"n"` // steps to run: 0 until the thread stops; 1 by default
 	Agent string `json:"agent"`
 	Seed  int64  `json:"seed"`
+	Queue bool   `json:"queue"` // queue it for `uwf worker`s instead (n is ignored)
 }
 
 // acceptedJSON answers a step: the thread and the head it steps from.
@@ -192,6 +206,15 @@ func (s *Server) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("thread %s is %s: %w (resume it, or fork it to go on)", id, info.Status, thread.ErrNotActive))
 		return
 	}
+	if b.Queue {
+		if _, err := s.eng.Enqueue(ctx, id, thread.EnqueueOptions{Agent: b.Agent}); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/api/v1/threads/"+id)
+		writeJSON(w, http.StatusAccepted, acceptedJSON{id, info.Head, b.N})
+		return
+	}
 	if err := s.startJob(id, b.N, opts); err != nil {
 		s.fail(w, r, err)
 		return
@@ -216,12 +239,33 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 	if s.jobCtx.Err() != nil {
 		return fmt.Errorf("thread %s: %w: the server is shutting down", id, context.Canceled)
 	}
+	// On a store where workers may run (version 2: it has run records),
+	// run under a lease, so no worker runs the thread at once; a version-1
+	// store has no queue, and running leaves it at version 1.
+	var lease *thread.Lease
+	if v, err := s.eng.Repo().FormatVersion(s.jobCtx); err == nil && v >= cas.FormatV2 {
+		if lease, err = s.eng.Acquire(s.jobCtx, id, s.leaseName(), &thread.LeaseOptions{Agent: opts.Agent}); err != nil {
+			return err
+		}
+	}
 	s.jobs[id] = true
 	s.jobsWG.Add(1)
 	go func() {
 		defer s.jobsWG.Done()
 		began := time.Now()
-		rs, err := s.eng.StepN(s.jobCtx, id, n, opts)
+		ctx, stopLease := s.jobCtx, func() {}
+		if lease != nil {
+			ctx, stopLease = lease.Keep(s.jobCtx)
+		}
+		rs, err := s.eng.StepN(ctx, id, n, opts)
+		if lease != nil {
+			stopLease()
+			if lost := lease.Err(); lost != nil {
+				err = errors.Join(err, lost)
+			} else if rerr := s.giveBack(lease, rs, err); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
 		s.jobsMu.Lock()
 		delete(s.jobs, id)
 		s.jobsMu.Unlock()
@@ -239,6 +283,27 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 		s.hub.publish("job", id, end)
 	}()
 	return nil
+}
+
+// leaseName is the lease holder's name of this server's runs.
+func (s *Server) leaseName() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "host"
+	}
+	return fmt.Sprintf("serve-%s-%d", host, os.Getpid())
+}
+
+// giveBack ends a lease after a background run: a run that was queued
+// before (a worker's thread stepped here) goes back to the queue unless
+// the thread stopped; otherwise the record is deleted.
+func (s *Server) giveBack(l *thread.Lease, rs []*thread.StepResult, runErr error) error {
+	ctx := context.WithoutCancel(s.jobCtx)
+	stopped := len(rs) > 0 && rs[len(rs)-1].Kind != thread.EventStep
+	if l.Run().Attempt > 1 && !stopped && runErr == nil {
+		return l.Requeue(ctx, "stepped by the HTTP API")
+	}
+	return l.Release(ctx, "run by the HTTP API")
 }
 
 // jobJSON is a "job" event: a background step loop ended.

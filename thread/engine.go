@@ -563,6 +563,9 @@ type Info struct {
 	// Branches are the branches of the call the thread is in, if it is in
 	// one (set by [Engine.Show]).
 	Branches []ChildInfo
+	// Run is the thread's run record (runs/<id>), nil if it has none: its
+	// run is then [RunNone]. [RunState] gives the word shown.
+	Run *Run
 	// Err, set only by [Engine.List], says why the thread could not be
 	// read: its head or start is a node of a kind this build does not
 	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
@@ -596,6 +599,9 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		info.Parent.Thread = e.parentThread(ctx, id)
 	}
 	if info.Branches, err = e.branches(ctx, id, hn); err != nil {
+		return nil, err
+	}
+	if info.Run, err = e.RunOf(ctx, id); err != nil {
 		return nil, err
 	}
 	fh, err := e.refs.Get(ctx, FailurePrefix+id)
@@ -648,7 +654,10 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 
 // ListOptions select threads for [Engine.List].
 type ListOptions struct {
-	Status string // only threads with this status; "" for all
+	// Status keeps only threads with this status (active, done, killed,
+	// suspended) or this run (queued, running, retrying, failed, none);
+	// "" for all.
+	Status string
 	// Workflow keeps only threads of this workflow: its name, or the hash
 	// of one version; "" for all.
 	Workflow string
@@ -689,6 +698,19 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		refs = append(refs, r)
 	}
 	slices.Reverse(refs)
+	// The run records, listed once (none in a store that never queued);
+	// a listed thread's record is read only if it has one.
+	runs := map[string]cas.Hash{}
+	for r, err := range e.refs.List(ctx, RunPrefix) {
+		if err != nil {
+			if errors.Is(err, cas.ErrBadRef) {
+				left = append(left, err)
+				continue
+			}
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs[strings.TrimPrefix(r.Name, RunPrefix)] = r.Hash
+	}
 	var out []*Info
 	skipped := 0
 	filtered := opts.Status != "" || opts.Workflow != ""
@@ -720,8 +742,17 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 		if info.Parent != nil && !opts.Children {
 			continue
 		}
+		if rh, ok := runs[id]; ok && info.Err == nil {
+			if info.Run, err = e.ReadRun(ctx, rh); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				left = append(left, fmt.Errorf("thread %s: %w", id, err))
+				continue
+			}
+		}
 		if filtered && info.Err == nil {
-			if opts.Status != "" && info.Status != opts.Status {
+			if opts.Status != "" && info.Status != opts.Status && RunState(info.Run) != opts.Status {
 				continue
 			}
 			if opts.Workflow != "" && info.WorkflowName != opts.Workflow && info.Workflow.String() != opts.Workflow {

@@ -22,6 +22,9 @@ type InfoJSON struct {
 	WorkflowName string   `json:"workflowName"`
 	Created      int64    `json:"created"` // Unix ms
 	Updated      int64    `json:"updated"` // Unix ms: when the head was written
+	// Run is what the work queue does with it: queued, running, retrying,
+	// failed or none (a word apart from its status).
+	Run string `json:"run"`
 }
 
 // ShowJSON is `thread show --json`: a list element and more. Every field is
@@ -36,8 +39,10 @@ type ShowJSON struct {
 	Prompt      string       `json:"prompt"`
 	Origin      OriginJSON   `json:"origin"`
 	LastFailure *FailureJSON `json:"lastFailure"`
-	Parent      *ParentJSON  `json:"parent,omitempty"`
-	Branches    []BranchJSON `json:"branches,omitempty"`
+	// RunRecord is its run record (runs/<id>), null when its run is none.
+	RunRecord *RunJSON     `json:"runRecord"`
+	Parent    *ParentJSON  `json:"parent,omitempty"`
+	Branches  []BranchJSON `json:"branches,omitempty"`
 }
 
 // ParentJSON is the call a branch thread runs under, in [ShowJSON].
@@ -54,6 +59,34 @@ type BranchJSON struct {
 	Thread string   `json:"thread"`
 	Head   cas.Hash `json:"head,omitzero"`
 	Status string   `json:"status"`
+}
+
+// RunJSON is a thread's run record, in [ShowJSON] and `uwf worker`'s
+// listings: the run node's fields and its hash. Times are Unix ms by the
+// store's clock.
+type RunJSON struct {
+	Hash          cas.Hash `json:"hash"`
+	State         string   `json:"state"`
+	Workflow      string   `json:"workflow"`
+	Worker        string   `json:"worker"`
+	Expiry        int64    `json:"expiry"`
+	Attempt       int      `json:"attempt"`
+	Failures      int      `json:"failures"`
+	Agent         string   `json:"agent"`
+	Cwd           string   `json:"cwd"`
+	WhyNotClaimed string   `json:"whyNotClaimed"`
+	Error         string   `json:"error"`
+	At            int64    `json:"at"`
+}
+
+// JSON returns the run record as [ShowJSON] shows it (nil for nil).
+func (r *Run) JSON() *RunJSON {
+	if r == nil {
+		return nil
+	}
+	return &RunJSON{Hash: r.Hash, State: r.State, Workflow: r.Workflow, Worker: r.Worker, Expiry: r.Expiry,
+		Attempt: r.Attempt, Failures: r.Failures, Agent: r.Agent, Cwd: r.Cwd, WhyNotClaimed: r.WhyNotClaimed,
+		Error: r.Error, At: r.At}
 }
 
 // OriginJSON is where a thread came from, in [ShowJSON].
@@ -78,14 +111,15 @@ type FailureJSON struct {
 // JSON returns the thread as a list element.
 func (info *Info) JSON() InfoJSON {
 	return InfoJSON{ID: info.ID, Status: info.Status, Depth: info.Depth, Head: info.Head, Workflow: info.Workflow,
-		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli(), Updated: info.Updated.UnixMilli()}
+		WorkflowName: info.WorkflowName, Created: info.Created.UnixMilli(), Updated: info.Updated.UnixMilli(),
+		Run: RunState(info.Run)}
 }
 
 // ShowJSON returns the thread as `thread show --json` prints it.
 func (info *Info) ShowJSON() ShowJSON {
 	o := info.Origin
 	t := ShowJSON{InfoJSON: info.JSON(), Prompt: info.Prompt,
-		Origin: OriginJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}}
+		Origin: OriginJSON{Node: o.Node, Depth: o.Depth, Forked: o.Forked}, RunRecord: info.Run.JSON()}
 	if o.ForkThread != "" {
 		t.Origin.Thread = &o.ForkThread
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -340,4 +341,18 @@ func (e *Engine) CheckUnleased(ctx context.Context, id string) error {
 		return &LeaseHeldError{Thread: run.Thread, Worker: run.Worker, Expiry: run.ExpiryTime()}
 	}
 	return nil
+}
+
+// ListStatuses are the words [ListOptions.Status] takes: a thread's status
+// or its run.
+var ListStatuses = []string{StatusActive, StatusDone, StatusKilled, StatusSuspended,
+	RunQueued, RunRunning, RunRetrying, RunFailed, RunNone}
+
+// CheckListStatus returns an error naming the words allowed unless s is ""
+// or one of [ListStatuses].
+func CheckListStatus(s string) error {
+	if s == "" || slices.Contains(ListStatuses, s) {
+		return nil
+	}
+	return fmt.Errorf("want a status (active, done, killed, suspended) or a run (queued, running, retrying, failed, none)")
 }

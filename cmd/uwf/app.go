@@ -90,6 +90,7 @@ func commandTree(front *cli.App) *cli.App {
 			configCommand(),
 			demoCommand(),
 			serveCommand(),
+			workerCommand(),
 		},
 		CommandNotFound: func(c *cli.Context, name string) {
 			c.App.Metadata[metaNotFound] = usageErrorf(c.Command.HelpName, "no help topic %q", name)

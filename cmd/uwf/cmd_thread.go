@@ -31,6 +31,7 @@ func threadCommand() *cli.Command {
 	agentFlag := &cli.StringFlag{Name: "agent", Usage: "run every role with agent `A` (a configured agent, " + builtins + ")"}
 	seedFlag := &cli.Int64Flag{Name: "seed", Usage: "seed `N` of the synth agent"}
 	inputFlag := &cli.StringFlag{Name: "input", Usage: "the human agent's answer, from `FILE` (for scripts)"}
+	queueFlag := &cli.BoolFlag{Name: "queue", Usage: "queue it for workers (uwf worker), at runs/<thread>"}
 	// start and run take the same thread flags; run adds the step loop's.
 	startFlags := func(more ...cli.Flag) []cli.Flag {
 		return append([]cli.Flag{
@@ -48,8 +49,9 @@ func threadCommand() *cli.Command {
 				ArgsUsage: "<workflow> -p <prompt>",
 				Description: `The workflow is a file (validated and registered first), a registered name,
 or a hash. Stores the start node, creates threads/<id> and prints the id.
---cwd sets the folder agents run in (default: the current one).`,
-				Flags: startFlags(),
+--cwd sets the folder agents run in (default: the current one). --queue
+also queues it for "uwf worker"s (runs/<id>), with --agent if given.`,
+				Flags: startFlags(agentFlag, queueFlag),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -66,8 +68,9 @@ printing a line per step (a live line on a terminal; with --json one event
 per line). The step limit (the workflow's maxSteps, 100 without one)
 suspends the thread with a "limit" line (event) and exits 1. An agent that
 cannot run (--agent unknown, no agent for a role) is refused before the
-thread is created.`,
-				Flags: startFlags(agentFlag, seedFlag, inputFlag),
+thread is created. --detach queues the thread for "uwf worker"s instead of
+running it here (as start --queue) and prints its id.`,
+				Flags: startFlags(agentFlag, seedFlag, inputFlag, &cli.BoolFlag{Name: "detach", Usage: "queue it for workers instead of running it here"}),
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<workflow>"); err != nil {
 						return err
@@ -83,10 +86,13 @@ thread is created.`,
 up to N cycles (0: until done, suspended or failed). A failed step moves
 nothing and records a failure node (see show). The step limit (the
 workflow's maxSteps, 100 without one) suspends the thread with a "limit"
-line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
+line (event) and exits 1. Exit 4 if the thread moved meanwhile, or if a
+worker holds its lease (the error names the worker; --force steps anyway,
+and the head's compare-and-swap still keeps the two from both committing).`,
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "n", Usage: "run up to `N` steps (0: until the thread stops)", Value: 1},
 					agentFlag, seedFlag, inputFlag,
+					&cli.BoolFlag{Name: "force", Usage: "step even if a worker holds the thread's lease"},
 				},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
@@ -113,10 +119,12 @@ line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 			{
 				Name:  "list",
 				Usage: "list threads, newest first",
-				Description: `Prints "<id> <status> <depth> <workflow> <created>" per thread, newest first.
---status keeps one status (active, done, killed, suspended).`,
+				Description: `Prints "<id> <status> <run> <depth> <workflow> <created>" per thread, newest
+first: the status is the head's (active, done, killed, suspended), the run
+the work queue's (queued, running, retrying, failed, none). --status keeps
+the threads whose status or run is S.`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "status", Usage: "only threads with status `S`"},
+					&cli.StringFlag{Name: "status", Usage: "only threads whose status or run is `S`"},
 					&cli.IntFlag{Name: "limit", Usage: "at most `N` threads (0: all)"},
 					&cli.IntFlag{Name: "offset", Usage: "skip the first `N`"},
 				},
@@ -125,10 +133,8 @@ line (event) and exits 1. Exit 4 if the thread moved meanwhile.`,
 						return err
 					}
 					opts := thread.ListOptions{Status: c.String("status"), Limit: c.Int("limit"), Offset: c.Int("offset")}
-					switch opts.Status {
-					case "", thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended:
-					default:
-						return usageErrorf(s.cmd, "invalid --status %q: want active, done, killed or suspended", opts.Status)
+					if err := thread.CheckListStatus(opts.Status); err != nil {
+						return usageErrorf(s.cmd, "invalid --status %q: %v", opts.Status, err)
 					}
 					if opts.Limit < 0 || opts.Offset < 0 {
 						return usageErrorf(s.cmd, "--limit and --offset must not be negative")
@@ -199,7 +205,8 @@ where it came from.`,
 				Usage:     "append a killed mark",
 				ArgsUsage: "<thread>",
 				Description: `Prints the mark's hash. A done or killed thread cannot be killed; a killed
-thread can be resumed.`,
+thread can be resumed. Its run record is dropped: a worker running it loses
+its lease and ends its agent.`,
 				Flags: []cli.Flag{&cli.StringFlag{Name: "reason", Usage: "why, `TEXT`"}},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
@@ -232,9 +239,10 @@ goes on from its last step.`,
 				ArgsUsage: "<thread> [-p <text>]",
 				Description: `Prints the mark's hash. The text reaches the next step's prompt. After a
 $SUSPEND the suspended role runs again; after maxSteps routing goes on from
-the last step. Then use step. An active thread takes a resume only with -p (a
-note for its next step); a done one none (fork it to go on).`,
-				Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "a note for the next step, `TEXT` (- reads stdin)"}},
+the last step. Then use step, or --queue to queue it for "uwf worker"s. An
+active thread takes a resume only with -p (a note for its next step); a done
+one none (fork it to go on).`,
+				Flags: []cli.Flag{&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "a note for the next step, `TEXT` (- reads stdin)"}, queueFlag},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
 						return err
@@ -244,16 +252,37 @@ note for its next step); a done one none (fork it to go on).`,
 						return err
 					}
 					return runThreadMark(c.Context, c.App.Writer, s, c.Args().First(), func(e *thread.Engine, id string) (cas.Hash, error) {
-						return e.Resume(c.Context, id, text)
+						h, err := e.Resume(c.Context, id, text)
+						if err == nil && c.Bool("queue") {
+							if _, err := e.Enqueue(c.Context, id, thread.EnqueueOptions{}); err != nil {
+								return h, fmt.Errorf("resumed (%s), but: %w", h, err)
+							}
+						}
+						return h, err
 					})
 				}),
 			},
 			{
+				Name:      "queue",
+				Usage:     "queue a thread for workers (again, after its run failed)",
+				ArgsUsage: "<thread>",
+				Description: `Creates runs/<thread> (queued) for an active thread, with --agent if given;
+a failed run is queued again with its failure count reset. A thread
+already queued is left as it is; one a worker runs exits 4.`,
+				Flags: []cli.Flag{agentFlag},
+				Action: withSession(func(c *cli.Context, s *session) error {
+					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
+						return err
+					}
+					return runThreadQueue(c, s, c.Args().First())
+				}),
+			},
+			{
 				Name:      "rm",
-				Usage:     "delete a thread's ref and its failures ref",
+				Usage:     "delete a thread's ref, its run record and its failures ref",
 				ArgsUsage: "<thread>",
 				Description: `Their logs keep them for the log retention (30 days); then GC reclaims what
-only they reached.`,
+only they reached. A worker running the thread loses its lease and stops.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
 						return err
@@ -484,9 +513,18 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return fmt.Errorf("--cwd %s: not a folder", cwd)
 	}
+	if !run && c.IsSet("agent") && !c.Bool("queue") {
+		return usageErrorf(s.cmd, "--agent needs --queue: start runs nothing")
+	}
 	var opts *thread.RunOptions
 	var pr *progressPrinter
-	if run {
+	if c.IsSet("agent") && (c.Bool("queue") || c.Bool("detach")) {
+		// Checked as the workers will resolve it: a name this config knows.
+		if _, err := runOptions(c, s, nil); err != nil {
+			return err
+		}
+	}
+	if run && !c.Bool("detach") {
 		pr = newProgress(w, c.App.ErrWriter, s.json)
 		if opts, err = runOptions(c, s, pr.event); err != nil {
 			return err
@@ -502,10 +540,15 @@ func runThreadStart(c *cli.Context, s *session, run bool) error {
 	if err != nil {
 		return err
 	}
-	if !run {
+	if queue := c.Bool("queue") || c.Bool("detach"); !run || queue {
 		id, head, err := e.Start(ctx, res.Hash, prompt, cwd)
 		if err != nil {
 			return err
+		}
+		if queue {
+			if _, err := e.Enqueue(ctx, id, thread.EnqueueOptions{Agent: c.String("agent")}); err != nil {
+				return fmt.Errorf("thread %s started, but: %w", id, err)
+			}
 		}
 		if s.json {
 			return writeJSON(w, thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash})
@@ -575,7 +618,13 @@ func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
 		return err
 	}
 	defer closeStore()
-	rs, err := s.engine(repo).StepN(c.Context, id, n, opts)
+	e := s.engine(repo)
+	if !c.Bool("force") {
+		if err := e.CheckUnleased(c.Context, id); err != nil {
+			return err
+		}
+	}
+	rs, err := e.StepN(c.Context, id, n, opts)
 	pr.finish()
 	if err != nil {
 		return err
@@ -737,6 +786,7 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
 			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(f.Error), info.FailureHash, f.Detail)
 	}
+	writeRun(bw, info.Run)
 	return bw.Flush()
 }
 
@@ -771,7 +821,7 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 	} else {
 		bw := bufio.NewWriter(w)
 		for _, info := range infos {
-			fmt.Fprintf(bw, "%s %-9s %4d %s %s\n", info.ID, info.Status, info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
+			fmt.Fprintf(bw, "%s %-9s %-8s %4d %s %s\n", info.ID, info.Status, thread.RunState(info.Run), info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
 		}
 		err = bw.Flush()
 	}
@@ -1085,4 +1135,56 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		section(fmt.Sprintf("failed attempt %d %s", i+1, d.Attempts[i]), a)
 	}
 	return bw.Flush()
+}
+
+// writeRun prints a thread's run record, as thread show does: nothing
+// when its run is none (--json says "runRecord": null).
+func writeRun(w io.Writer, r *thread.Run) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "run:      %s (attempt %d, failures %d", r.State, r.Attempt, r.Failures)
+	if r.Agent != "" {
+		fmt.Fprintf(w, ", agent %s", r.Agent)
+	}
+	fmt.Fprintf(w, ", record %s)\n", r.Hash)
+	switch r.State {
+	case thread.RunRunning:
+		fmt.Fprintf(w, "worker:   %s, lease until %s (store clock)\n", r.Worker, r.ExpiryTime().Format(time.RFC3339))
+	case thread.RunRetrying:
+		fmt.Fprintf(w, "retry:    not before %s (store clock)\n", r.ExpiryTime().Format(time.RFC3339))
+	}
+	if r.WhyNotClaimed != "" {
+		fmt.Fprintf(w, "not claimed: %s\n", oneLine(r.WhyNotClaimed))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "run error: %s\n", oneLine(r.Error))
+	}
+}
+
+// runThreadQueue queues a thread for workers.
+func runThreadQueue(c *cli.Context, s *session, arg string) error {
+	id, err := threadArg(s, arg)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("agent") {
+		if _, err := runOptions(c, s, nil); err != nil {
+			return err
+		}
+	}
+	repo, closeStore, err := s.open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	r, err := s.engine(repo).Enqueue(c.Context, id, thread.EnqueueOptions{Agent: c.String("agent")})
+	if err != nil {
+		return err
+	}
+	if s.json {
+		return writeJSON(c.App.Writer, r.JSON())
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s %s\n", id, r.State)
+	return err
 }

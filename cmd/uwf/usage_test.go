@@ -267,11 +267,13 @@ func TestStartRunFlags(t *testing.T) {
 		}
 		return lines
 	}
+	// start: -p, --cwd, --agent (with --queue), --queue; run: the same
+	// first three, then --seed, --input and --detach.
 	start, run := options("start"), options("run")
-	if len(start) != 2 || len(run) != len(start)+3 {
-		t.Fatalf("thread start options %q, run options %q: want -p and --cwd, and run three more", start, run)
+	if len(start) != 4 || len(run) != 6 || !strings.HasPrefix(start[3], "--queue") || !strings.HasPrefix(run[5], "--detach") {
+		t.Fatalf("thread start options %q, run options %q: want -p, --cwd, --agent and --queue, and run --seed, --input and --detach for --queue", start, run)
 	}
-	for i, l := range start {
+	for i, l := range start[:3] {
 		if run[i] != l {
 			t.Errorf("thread run option %q, thread start has %q", run[i], l)
 		}

@@ -32,11 +32,11 @@ var allowed = map[string][]string{
 	// renders markdown and bluemonday sanitises it (untrusted store text)
 	"serve/web": {"thread", "registry", "moderator", "extract", "cas",
 		"github.com/yuin/goldmark", "github.com/microcosm-cc/bluemonday"},
-	// Not written yet: SPEC §1's row, so that it starts inside the rules.
+	// the claim loop (SPEC §1): never serve
 	"worker": {"thread", "registry", "config", "cas", "store"},
 	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
 	"store":  {"cas", "cas/disk", "cas/postgres"},
-	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples", "serve",
+	"cmd/uwf": {"cas", "store", "registry", "config", "moderator", "roleschema", "agent", "extract", "thread", "examples", "serve", "worker",
 		"github.com/urfave/cli/v2", "github.com/oklog/ulid/v2", "gopkg.in/yaml.v3"},
 }
 

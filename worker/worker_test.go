@@ -1,0 +1,413 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/cas/postgres"
+	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/internal/pgtest"
+	"github.com/uncaged/uwf/registry"
+	"github.com/uncaged/uwf/thread"
+	"github.com/uncaged/uwf/worker"
+)
+
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	eng  *thread.Engine
+	wf   cas.Hash // review-loop
+	solo cas.Hash // two roles, a and b, each answering status: done
+}
+
+// soloYAML is a workflow of two steps whose roles any command agent
+// answering "status: done" completes.
+const soloYAML = `name: solo
+roles:
+  a: {frontmatter: {type: object, properties: {status: {const: done}}, required: [status]}}
+  b: {frontmatter: {type: object, properties: {status: {const: done}}, required: [status]}}
+graph:
+  $START: {new: {role: a, prompt: "go"}}
+  a: {done: {role: b, prompt: "next"}}
+  b: {done: {role: $END, prompt: "end"}}
+`
+
+func backendsOf(t *testing.T) map[string]func(t *testing.T) *cas.Repo {
+	return map[string]func(t *testing.T) *cas.Repo{
+		"memory": func(t *testing.T) *cas.Repo {
+			mem := cas.NewMemStore(nil)
+			return openRepo(t, mem, mem.Refs())
+		},
+		"disk": func(t *testing.T) *cas.Repo {
+			st, err := disk.Create(filepath.Join(t.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return openRepo(t, st, st.Refs())
+		},
+		"postgres": func(t *testing.T) *cas.Repo {
+			url := pgtest.URL(t)
+			sep := "?"
+			if strings.Contains(url, "?") {
+				sep = "&"
+			}
+			st, err := postgres.Open(t.Context(), fmt.Sprintf("%s%sschema=%s", url, sep, pgtest.Schema(t, "worker")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			return openRepo(t, st, st.Refs())
+		},
+	}
+}
+
+func openRepo(t *testing.T, st cas.Store, refs cas.Refs) *cas.Repo {
+	t.Helper()
+	repo, err := cas.Open(t.Context(), st, refs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+func newFixture(t *testing.T, repo *cas.Repo) *fixture {
+	t.Helper()
+	data, err := examples.FS.ReadFile("review-loop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := registry.Parse("review-loop.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := thread.New(repo, nil)
+	res, err := eng.Registry().Put(t.Context(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := registry.Parse("solo.yaml", []byte(soloYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	solo, err := eng.Registry().Put(t.Context(), sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: t.Context(), eng: eng, wf: res.Hash, solo: solo.Hash}
+}
+
+// queue starts and queues n review-loop threads.
+func (f *fixture) queue(n int, cwd, agent string) []string {
+	f.t.Helper()
+	return f.queueOf(f.wf, n, cwd, agent)
+}
+
+// queueOf starts and queues n threads of workflow wf.
+func (f *fixture) queueOf(wf cas.Hash, n int, cwd, agent string) []string {
+	f.t.Helper()
+	var ids []string
+	for i := range n {
+		id, _, err := f.eng.Start(f.ctx, wf, fmt.Sprintf("task %d", i), cwd)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if _, err := f.eng.Enqueue(f.ctx, id, thread.EnqueueOptions{Agent: agent}); err != nil {
+			f.t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// waitFor polls cond (the test's own check, not the worker's) until it
+// holds or the deadline passes.
+func (f *fixture) waitFor(what string, d time.Duration, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (f *fixture) status(id string) (string, *thread.Run) {
+	f.t.Helper()
+	info, err := f.eng.Show(f.ctx, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return info.Status, info.Run
+}
+
+// start runs a worker until the test ends (or stop is called); stop
+// waits for it to return.
+func startWorker(t *testing.T, eng *thread.Engine, opts worker.Options) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	w := worker.New(eng, opts)
+	go func() { done <- w.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker %s: %v", w.ID(), err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestWorker(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, *fixture)
+	}{
+		{"RunsQueuedThreadsToTheEnd", testRunsQueuedThreads},
+		{"AlwaysFailingStep", testAlwaysFailingStep},
+		{"LeavesWhatItCannotRun", testLeavesWhatItCannotRun},
+		{"KillStopsTheRun", testKillStopsTheRun},
+		{"MaxRunning", testMaxRunning},
+	}
+	bs := backendsOf(t)
+	for _, backend := range []string{"memory", "disk", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.fn(t, newFixture(t, bs[backend](t)))
+				})
+			}
+		})
+	}
+}
+
+func testRunsQueuedThreads(t *testing.T, f *fixture) {
+	ids := f.queue(6, t.TempDir(), "synth")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Build: "test", Concurrency: 2, Lease: 3 * time.Second})
+	startWorker(t, f.eng, worker.Options{ID: "w2", Build: "test", Concurrency: 2, Lease: 3 * time.Second})
+	f.waitFor("every thread done", 60*time.Second, func() bool {
+		for _, id := range ids {
+			if st, _ := f.status(id); st != thread.StatusDone {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range ids {
+		// The worker gave the lease back: no run record is left.
+		f.waitFor("the run released", 10*time.Second, func() bool { _, r := f.status(id); return r == nil })
+		log, err := f.eng.Log(f.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range log[1:] {
+			if !strings.Contains(e.Message, " (worker w") || !strings.Contains(e.Message, " build test attempt 1)") {
+				t.Errorf("thread %s: commit %q does not name its worker, build and attempt", id, e.Message)
+			}
+		}
+	}
+}
+
+// failConfig is a config whose agent "broken" always exits 1.
+func failConfig(t *testing.T) *config.Config {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "broken.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho broken >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  broken: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func testAlwaysFailingStep(t *testing.T, f *fixture) {
+	ids := f.queue(1, t.TempDir(), "broken")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: 2, Backoff: 50 * time.Millisecond, Lease: 3 * time.Second,
+		Run: thread.RunOptions{Config: failConfig(t)}})
+	f.waitFor("the run failed", 30*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r != nil && r.State == thread.RunFailed
+	})
+	_, r := f.status(ids[0])
+	if r.Failures != 3 || r.Attempt != 3 || !strings.Contains(r.Error, "broken") {
+		t.Errorf("failed run = %+v, want 3 failures (1 + 2 retries) over 3 claims", r)
+	}
+	// Not claimed again.
+	time.Sleep(500 * time.Millisecond)
+	if _, r2 := f.status(ids[0]); r2.Hash != r.Hash {
+		t.Errorf("a failed run changed: %+v", r2)
+	}
+	log, err := f.eng.Repo().Refs().Log(f.ctx, thread.RunPrefix+ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, e := range log {
+		if !strings.HasPrefix(e.Message, "renew") {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	want := "enqueue|claim by w1 attempt 1|retry by w1 after failure 1|claim by w1 attempt 2|retry by w1 after failure 2|claim by w1 attempt 3|fail by w1 after failure 3"
+	if got := strings.Join(msgs, "|"); got != want {
+		t.Errorf("runs/ log:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func testLeavesWhatItCannotRun(t *testing.T, f *fixture) {
+	missing := filepath.Join(t.TempDir(), "gone")
+	ids := f.queue(1, missing, "synth")
+	unknown := f.queue(1, t.TempDir(), "broken") // no such agent in this worker's config
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 3 * time.Second})
+	f.waitFor("why-not-claimed recorded", 20*time.Second, func() bool {
+		_, a := f.status(ids[0])
+		_, b := f.status(unknown[0])
+		return a.WhyNotClaimed != "" && b.WhyNotClaimed != ""
+	})
+	_, a := f.status(ids[0])
+	if a.State != thread.RunQueued || !strings.Contains(a.WhyNotClaimed, "worker w1: the working folder "+missing+" does not exist") {
+		t.Errorf("run = %+v", a)
+	}
+	_, b := f.status(unknown[0])
+	if b.State != thread.RunQueued || !strings.Contains(b.WhyNotClaimed, "worker w1: cannot run its agents") || !strings.Contains(b.WhyNotClaimed, "broken") {
+		t.Errorf("run = %+v", b)
+	}
+}
+
+func testKillStopsTheRun(t *testing.T, f *fixture) {
+	// An agent that sleeps until it is ended: the kill must end it.
+	script := filepath.Join(t.TempDir(), "slow.sh")
+	marker := filepath.Join(t.TempDir(), "started")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  slow: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "slow")
+	stop := startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 30 * time.Second, Run: thread.RunOptions{Config: cfg}})
+	f.waitFor("the agent started", 20*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
+	t0 := time.Now()
+	if _, err := f.eng.Kill(f.ctx, ids[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker did not end the killed thread's agent (a 60 s sleep) within 20 s")
+	}
+	if d := time.Since(t0); d > 15*time.Second {
+		t.Errorf("the worker took %s to stop after the kill", d)
+	}
+	if st, r := f.status(ids[0]); st != thread.StatusKilled || r != nil {
+		t.Errorf("after kill: status %s, run %+v", st, r)
+	}
+}
+
+func testMaxRunning(t *testing.T, f *fixture) {
+	if err := f.eng.SetMaxRunning(f.ctx, "solo", 2); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.eng.MaxRunning(f.ctx, "solo"); n != 2 || err != nil {
+		t.Fatalf("MaxRunning = %d, %v", n, err)
+	}
+	// An agent slow enough that the runs overlap.
+	script := filepath.Join(t.TempDir(), "slow.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\nsleep 0.2\nprintf -- '---\\nstatus: done\\n---\\nok\\n'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  slowok: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queueOf(f.solo, 6, t.TempDir(), "slowok")
+	for i := range 3 {
+		startWorker(t, f.eng, worker.Options{ID: fmt.Sprintf("w%d", i), Concurrency: 3, Lease: 3 * time.Second, Run: thread.RunOptions{Config: cfg}})
+	}
+	f.waitFor("every thread done", 90*time.Second, func() bool {
+		for _, id := range ids {
+			if st, _ := f.status(id); st != thread.StatusDone {
+				return false
+			}
+		}
+		return true
+	})
+	if peak := PeakRunning(t, f.eng, ids); peak != 2 {
+		t.Errorf("peak running = %d, want 2 (maxRunning 2, 9 workers' room)", peak)
+	}
+}
+
+// PeakRunning replays the runs/ logs of ids and returns the most leases
+// held at once: a lease is held from its claim's log time to the first of
+// its next change's time and its last expiry.
+func PeakRunning(t *testing.T, eng *thread.Engine, ids []string) int {
+	t.Helper()
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	for _, id := range ids {
+		log, err := eng.Repo().Refs().Log(t.Context(), thread.RunPrefix+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var open bool
+		var from, expiry int64
+		closeAt := func(at int64) {
+			if open {
+				edges = append(edges, edge{from, 1}, edge{min(at, expiry), -1})
+				open = false
+			}
+		}
+		for _, e := range log {
+			var r *thread.Run
+			if !e.New.IsZero() {
+				if r, err = eng.ReadRun(t.Context(), e.New); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch {
+			case r != nil && r.State == thread.RunRunning && strings.HasPrefix(e.Message, "renew"):
+				expiry = r.Expiry
+			case r != nil && r.State == thread.RunRunning:
+				closeAt(e.Time)
+				open, from, expiry = true, e.Time, r.Expiry
+			default:
+				closeAt(e.Time)
+			}
+		}
+		closeAt(1 << 62)
+	}
+	// Sort by time, ends before starts at the same millisecond.
+	for i := 1; i < len(edges); i++ {
+		for j := i; j > 0 && (edges[j].at < edges[j-1].at || edges[j].at == edges[j-1].at && edges[j].delta < edges[j-1].delta); j-- {
+			edges[j], edges[j-1] = edges[j-1], edges[j]
+		}
+	}
+	cur, peak := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
+}

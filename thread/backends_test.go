@@ -38,6 +38,10 @@ func TestBackends(t *testing.T) {
 		{"SuspendAndResume", testSuspendAndResume},
 		{"MaxSteps", testMaxSteps},
 		{"MaxStepsLoop", testMaxStepsLoop},
+		{"ChildWorkflowRole", testChildWorkflowRole},
+		{"ParallelReviewExample", testParallelReviewExample},
+		{"ParallelFailureCollected", testParallelFailureCollected},
+		{"RaceCancelsLosers", testRaceCancelsLosers},
 	}
 	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
 		"disk": func(t *testing.T) (cas.Store, cas.Refs) {

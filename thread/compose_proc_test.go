@@ -2,17 +2,22 @@ package thread_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/cas/postgres"
 	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/pgtest"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -26,11 +31,11 @@ var campaignLease = &thread.LeaseOptions{Length: 1500 * time.Millisecond}
 // until it stops (or is killed).
 func composeHelper(args []string) error {
 	ctx := context.Background()
-	repo, st, err := diskRepo(ctx, args[0], disk.DurabilityNone)
+	repo, closeStore, err := campaignRepo(ctx, args[0])
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	data, err := os.ReadFile(args[2])
 	if err != nil {
 		return err
@@ -47,25 +52,62 @@ func composeHelper(args []string) error {
 // TestKill9ParallelStage kills the process stepping a thread at random
 // moments of a parallel stage, then steps it again from a new process,
 // until it is done: no branch that had finished runs again, every branch
-// has one step, fsck is clean. The CI variant runs one thread within
-// about 40 s; UWF_COMPOSE_CAMPAIGN=N runs N threads.
+// has one step, fsck is clean. On the disk store and, when
+// UWF_TEST_POSTGRES is set, on PostgreSQL. The CI variant runs one thread
+// per backend (about 10 s, at most 40); UWF_COMPOSE_CAMPAIGN=N runs N.
 func TestKill9ParallelStage(t *testing.T) {
 	threads := 1
 	if n, err := strconv.Atoi(os.Getenv("UWF_COMPOSE_CAMPAIGN")); err == nil && n > 0 {
 		threads = n
 	}
-	for i := range threads {
-		t.Run(strconv.Itoa(i), func(t *testing.T) { kill9Campaign(t, rand.New(rand.NewPCG(uint64(i), 16))) })
+	for _, backend := range []string{"disk", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			for i := range threads {
+				t.Run(strconv.Itoa(i), func(t *testing.T) {
+					where := "disk:" + filepath.Join(t.TempDir(), "store")
+					if backend == "postgres" {
+						url := pgtest.URL(t)
+						sep := "?"
+						if strings.Contains(url, "?") {
+							sep = "&"
+						}
+						where = fmt.Sprintf("postgres:%s%sschema=compose%d", url, sep, time.Now().UnixNano())
+					}
+					kill9Campaign(t, where, rand.New(rand.NewPCG(uint64(i), 16)))
+				})
+			}
+		})
 	}
 }
 
-func kill9Campaign(t *testing.T, rng *rand.Rand) {
-	dir := filepath.Join(t.TempDir(), "store")
-	repo, st, err := diskRepo(t.Context(), dir, disk.DurabilityNone)
+// campaignRepo opens the store at where: "disk:<dir>" or
+// "postgres:<url>".
+func campaignRepo(ctx context.Context, where string) (*cas.Repo, func(), error) {
+	if url, ok := strings.CutPrefix(where, "postgres:"); ok {
+		st, err := postgres.Open(ctx, url, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		repo, err := cas.Open(ctx, st, st.Refs(), nil)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		return repo, st.Close, nil
+	}
+	repo, st, err := diskRepo(ctx, strings.TrimPrefix(where, "disk:"), disk.DurabilityNone)
+	if err != nil {
+		return nil, nil, err
+	}
+	return repo, func() { st.Close() }, nil
+}
+
+func kill9Campaign(t *testing.T, dir string, rng *rand.Rand) {
+	repo, closeStore, err := campaignRepo(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer closeStore()
 	e := thread.New(repo, nil)
 	log := t.TempDir()
 	agentPath := script(t, t.TempDir(), "fake.sh", fakeAgentBody)

@@ -65,8 +65,9 @@ func (te *tenv) fsckClean() {
 	}
 }
 
-func TestChildWorkflowRole(t *testing.T) {
-	te := newTEnv(t)
+func TestChildWorkflowRole(t *testing.T) { testChildWorkflowRole(t, newTEnv(t)) }
+
+func testChildWorkflowRole(t *testing.T, te *tenv) {
 	te.example("develop.yaml")
 	wf := te.example("solve-issue.yaml")
 	if v, _ := te.repo.FormatVersion(te.ctx); v != 2 {
@@ -220,8 +221,9 @@ func (te *tenv) refNames(prefix string) []string {
 	return out
 }
 
-func TestParallelReviewExample(t *testing.T) {
-	te := newTEnv(t)
+func TestParallelReviewExample(t *testing.T) { testParallelReviewExample(t, newTEnv(t)) }
+
+func testParallelReviewExample(t *testing.T, te *tenv) {
 	wf := te.example("parallel-review.yaml")
 	id, _, err := te.e.Run(te.ctx, wf, "Add a --json flag", t.TempDir(), &thread.RunOptions{Agent: "synth"})
 	if err != nil {
@@ -257,8 +259,9 @@ func TestParallelReviewExample(t *testing.T) {
 	te.fsckClean()
 }
 
-func TestParallelFailureCollected(t *testing.T) {
-	te := newTEnv(t)
+func TestParallelFailureCollected(t *testing.T) { testParallelFailureCollected(t, newTEnv(t)) }
+
+func testParallelFailureCollected(t *testing.T, te *tenv) {
 	opts, log := fakeOpts(t)
 	wf := te.putWorkflow(stageWorkflow("parallel", "a", "boom1", "b", "boom2"))
 	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
@@ -309,8 +312,9 @@ func TestParallelFailureCollected(t *testing.T) {
 	te.fsckClean()
 }
 
-func TestRaceCancelsLosers(t *testing.T) {
-	te := newTEnv(t)
+func TestRaceCancelsLosers(t *testing.T) { testRaceCancelsLosers(t, newTEnv(t)) }
+
+func testRaceCancelsLosers(t *testing.T, te *tenv) {
 	opts, log := fakeOpts(t)
 	wf := te.putWorkflow(stageWorkflow("race", "fast", "slow"))
 	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
+	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -651,5 +652,62 @@ func TestReplayReportsDivergenceInBranch(t *testing.T) {
 	ns := te.nodes(te.head(id))
 	if want := thread.ChildID(id, ns[1].Hash, ns[1].Call.At, "b"); d.Thread != want {
 		t.Errorf("divergence thread = %s, want %s", d.Thread, want)
+	}
+}
+
+func TestStageTimeoutCancelsBranches(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	w, err := registry.Parse("w.yaml", []byte(stageWorkflow("parallel", "quick", "slow")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Roles["stage"].Timeout = 700 * time.Millisecond
+	res, err := te.e.Registry().Put(te.ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	id, _, err := te.e.Run(te.ctx, res.Hash, "task", t.TempDir(), opts)
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("the stage took %s: the timeout did not end the slow branch", took)
+	}
+	// quick finished ok, slow was cancelled: the rule "all ok" fails, the
+	// otherwise rule gives mixed.
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	j := ns[2].Join
+	if j == nil || j.Branches[0].Status != "done" || j.Branches[1].Status != "cancelled" {
+		t.Fatalf("chain %q, join %+v", kinds(ns), j)
+	}
+	out, _ := te.repo.Get(te.ctx, j.Output)
+	if m := out.Payload.(map[string]any); m["status"] != "mixed" {
+		t.Errorf("join output = %v, want status mixed", m)
+	}
+	slow, _ := te.e.Node(te.ctx, j.Branches[1].Head)
+	if slow.Mark == nil || slow.Mark.Mark != thread.MarkCancelled || slow.Mark.Reason != "the stage timed out" {
+		t.Errorf("slow branch head = %+v", slow)
+	}
+	data, _ := os.ReadFile(filepath.Join(log, "pid.slow"))
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(data))); pid <= 0 || processAlive(pid) {
+		t.Errorf("the timed-out agent (pid %d) still runs", pid)
+	}
+}
+
+func TestChildOutputMisfit(t *testing.T) {
+	te := newTEnv(t)
+	opts, _ := fakeOpts(t)
+	te.putWorkflow("name: inner\nroles:\n  a: " + okRole + "\ngraph:\n  $START: { new: { role: a, prompt: Go. } }\n  a: { ok: { role: $END } }\n")
+	wf := te.putWorkflow("name: outer\nroles:\n  work: { workflow: inner, frontmatter: { type: object, properties: { status: { const: ok }, commit: { type: string } }, required: [status, commit] } }\n" +
+		"graph:\n  $START: { new: { role: work, prompt: Do the work. } }\n  work: { ok: { role: $END } }\n")
+	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), opts)
+	var se *thread.StepError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "the child's final output does not fit role work's schema") || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("Run = %v, want a failed step naming the missing field", err)
+	}
+	if hn, _ := te.e.Node(te.ctx, te.head(id)); hn.Kind != thread.KindCall {
+		t.Errorf("head = %s, want the call", hn.Kind)
 	}
 }

@@ -425,6 +425,11 @@ func (e *Engine) cancelBranch(ctx context.Context, cid, why string) (*Node, erro
 		if err != nil {
 			return nil, err
 		}
+		// A process running it under a lease (another runner) sees its
+		// record dropped through the watch and ends its agent.
+		if _, err := e.DropRun(ctx, cid, "cancelled: "+why); err != nil {
+			e.log.Info("cancelled branch's run record left", "thread", cid, "error", err)
+		}
 		return e.Node(ctx, h)
 	}
 	return nil, fmt.Errorf("cancel branch %s: it keeps moving", cid)

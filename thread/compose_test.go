@@ -370,7 +370,7 @@ func TestReadShowsBranches(t *testing.T) {
 		"· developer · join of 1 branch(es) (child) ·",
 		"- branch developer (done): thread " + cid,
 		"read it whole: uwf thread read " + cid,
-		"  - 1 · planner · agent synth · planned",
+		"earlier entries: read it whole)", // bounded: the newest 12 entries of a branch
 		"· committer · agent synth · committed",
 	} {
 		if !strings.Contains(r.Text, want) {

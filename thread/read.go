@@ -234,6 +234,10 @@ func (e *Engine) renderEntry(ctx context.Context, id string, n *Node, get func(c
 	return b.String(), nil
 }
 
+// maxBranchLines bounds the lines a join shows of each branch (its newest
+// chain nodes).
+const maxBranchLines = 12
+
 // renderJoin renders a join: the role's output, then each branch inline
 // and collapsed, a line per step of its thread, with how to read it whole.
 func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(cas.Hash) (cas.Node, error), b *strings.Builder) error {
@@ -256,9 +260,14 @@ func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(ca
 		cid := ChildID(id, j.Call, call.Call.At, br.Key)
 		fmt.Fprintf(b, "- branch %s (%s): thread %s, head %s; read it whole: uwf thread read %s\n", br.Key, br.Status, cid, br.Head, cid)
 		var lines []string
+		more := 0 // earlier nodes not shown: the reading stays bounded however long the branch
 		for cn, err := range e.NewestFirst(ctx, br.Head) {
 			if err != nil {
 				return fmt.Errorf("join %s: branch %s: %w", n.Hash, br.Key, err)
+			}
+			if len(lines) == maxBranchLines {
+				more = cn.Depth()
+				break
 			}
 			line := ""
 			switch {
@@ -279,6 +288,9 @@ func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(ca
 			if line != "" {
 				lines = append(lines, "  - "+line)
 			}
+		}
+		if more > 0 {
+			fmt.Fprintf(b, "  - (%d earlier entries: read it whole)\n", more)
 		}
 		for _, l := range slices.Backward(lines) {
 			b.WriteString(l + "\n")

@@ -561,7 +561,7 @@ type Info struct {
 	// Parent is set for a branch thread: the call it runs under.
 	Parent *Parent
 	// Branches are the branches of the call the thread is in, if it is in
-	// one (set by [Engine.Show]).
+	// one (set by [Engine.Show] and [Engine.List]).
 	Branches []ChildInfo
 	// Run is the thread's run record (runs/<id>), nil if it has none: its
 	// run is then [RunNone]. [RunState] gives the word shown.
@@ -598,9 +598,6 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if info.Parent != nil {
 		info.Parent.Thread = e.parentThread(ctx, id)
 	}
-	if info.Branches, err = e.branches(ctx, id, hn); err != nil {
-		return nil, err
-	}
 	if info.Run, err = e.RunOf(ctx, id); err != nil {
 		return nil, err
 	}
@@ -636,6 +633,13 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 	info := &Info{ID: id, Head: head, Status: hn.Status(), Depth: hn.Depth(), Workflow: sn.Start.Workflow, Prompt: sn.Start.Prompt}
 	if sn.Start.IsChild() {
 		info.Parent = &Parent{Call: sn.Start.Call, Key: sn.Start.Key}
+	}
+	// A thread in a call (its head the call, or a suspension or resume
+	// after it) lists the call's branches: List shows them under it.
+	if hn.Kind == KindCall || (hn.Mark != nil && (hn.Mark.Mark == MarkSuspended || hn.Mark.Mark == MarkResumed) && !hn.Chain().Prev.IsZero()) {
+		if info.Branches, err = e.branches(ctx, id, hn); err != nil {
+			return nil, err
+		}
 	}
 	if u, err := ulid.ParseStrict(id); err == nil {
 		info.Created = ulid.Time(u.Time()).UTC()

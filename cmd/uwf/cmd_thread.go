@@ -822,6 +822,9 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		bw := bufio.NewWriter(w)
 		for _, info := range infos {
 			fmt.Fprintf(bw, "%s %-9s %-8s %4d %s %s\n", info.ID, info.Status, thread.RunState(info.Run), info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
+			for _, b := range info.Branches { // a thread in a call: its branches under it
+				fmt.Fprintf(bw, "  branch %s: %s %s\n", b.Key, b.Thread, b.Status)
+			}
 		}
 		err = bw.Flush()
 	}

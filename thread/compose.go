@@ -228,17 +228,22 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 		winner = -1
 		wg     sync.WaitGroup
 	)
+	// Branches start in the call's order, at most limit at once.
 	for i, b := range call.Branches {
+		results[i] = branchResult{id: ChildID(id, cn.Hash, call.At, b.Key)}
+		select {
+		case sem <- struct{}{}:
+		case <-bctxs[i].Done():
+			continue
+		}
+		if bctxs[i].Err() != nil { // cancelled (a race won) while waiting for a slot
+			<-sem
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-bctxs[i].Done():
-				results[i] = branchResult{id: ChildID(id, cn.Hash, call.At, b.Key)}
-				return
-			}
+			defer func() { <-sem }()
 			r := e.runBranch(bctxs[i], ctx, id, cn, b, wfHash, pos.start.Start.Cwd, opts)
 			results[i] = r
 			if call.Mode == registry.ModeRace && r.status == StatusDone {
@@ -272,11 +277,27 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 		}
 		for i := range results {
 			r := &results[i]
-			if r.status != "" && r.status != StatusCancelled {
+			switch {
+			case r.status == "", r.status == StatusCancelled:
+			case winner >= 0 && r.status != StatusDone:
+				// A race is won: its failed or suspended losers end too.
+			default:
 				continue
 			}
-			if r.head, r.err = e.cancelBranch(ctx, r.id, why); r.err == nil {
-				r.status = StatusCancelled
+			// A branch the concurrency limit never started gets its
+			// thread, cancelled, so the join has a head for every branch.
+			if err := e.ensureChild(ctx, id, r.id, cn, call.Branches[i], wfHash, pos.start.Start.Cwd); err != nil {
+				r.status, r.err = "failed", err
+				continue
+			}
+			hn, err := e.cancelBranch(ctx, r.id, why)
+			if err != nil {
+				r.status, r.err = "failed", err
+				continue
+			}
+			r.head = hn
+			if st := hn.Status(); st == StatusCancelled || st == StatusDone {
+				r.status, r.err = st, nil
 			}
 		}
 	}
@@ -503,6 +524,8 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	for i, r := range results {
 		key := call.Branches[i].Key
 		switch {
+		case r.head == nil:
+			failed = append(failed, fmt.Sprintf("branch %s (thread %s): it has no head: %v", key, r.id, r.err))
 		case raceWon:
 		case r.status == StatusSuspended:
 			suspended = append(suspended, fmt.Sprintf("branch %s (thread %s) suspended: %s", key, r.id, r.reason))

@@ -711,3 +711,30 @@ func TestChildOutputMisfit(t *testing.T) {
 		t.Errorf("head = %s, want the call", hn.Kind)
 	}
 }
+
+func TestRaceWithConcurrencyLimit(t *testing.T) {
+	te := newTEnv(t)
+	opts, log := fakeOpts(t)
+	w, err := registry.Parse("w.yaml", []byte(stageWorkflow("race", "fast", "slow", "boom")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Roles["stage"].Concurrency = 1 // only the first runs: it wins, the others never start
+	res, err := te.e.Registry().Put(te.ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := te.e.Run(te.ctx, res.Hash, "task", t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	j := ns[2].Join
+	if j == nil || len(j.Branches) != 3 || j.Branches[0].Status != "done" || j.Branches[1].Status != "cancelled" || j.Branches[2].Status != "cancelled" {
+		t.Fatalf("chain %q, join %+v", kinds(ns), j)
+	}
+	if runsOf(t, log, "slow")+runsOf(t, log, "boom") != 0 {
+		t.Error("a branch past the concurrency limit ran after the race was won")
+	}
+	te.fsckClean()
+}

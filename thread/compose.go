@@ -598,11 +598,17 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	if err := e.commit(ctx, id, jh, &j.Chain, "join "+call.Role); err != nil {
 		return nil, err
 	}
-	// From now on the join's edges keep the branches: their refs go.
+	// From now on the join's edges keep the branches: their refs go, and
+	// the records of their failed attempts with them.
 	for i, r := range results {
 		msg := joinedPrefix + id + "@" + jh.String()
 		if err := e.refs.CompareAndSwap(ctx, refName(r.id), r.head.Hash, 0, msg); err != nil && !errors.Is(err, cas.ErrNotFound) {
 			e.log.Info("branch ref left after the join", "thread", r.id, "branch", call.Branches[i].Key, "error", err)
+		}
+		if fh, err := e.refs.Get(ctx, FailurePrefix+r.id); err == nil {
+			if err := e.refs.CompareAndSwap(ctx, FailurePrefix+r.id, fh, 0, msg); err != nil {
+				e.log.Info("branch failure ref left after the join", "thread", r.id, "error", err)
+			}
 		}
 	}
 	status := outputStatus(out)

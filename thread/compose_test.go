@@ -295,9 +295,13 @@ func testParallelFailureCollected(t *testing.T, te *tenv) {
 	if err != nil || info.LastFailure == nil || !strings.Contains(info.LastFailure.Error, "boom2") || info.LastFailure.Head != hn.Hash {
 		t.Errorf("last failure = %+v, %v", info.LastFailure, err)
 	}
-	// Fixed: stepping again runs only the failed branches, then joins.
+	// Fixed: resuming (no text needed in a call) and stepping again runs
+	// only the failed branches, then joins.
 	if err := os.WriteFile(filepath.Join(log, "fixed"), nil, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := te.e.Resume(te.ctx, id, ""); err != nil {
+		t.Fatalf("resume of a thread whose branches failed: %v", err)
 	}
 	if _, err := te.e.StepN(te.ctx, id, 0, opts); err != nil {
 		t.Fatal(err)
@@ -307,8 +311,12 @@ func testParallelFailureCollected(t *testing.T, te *tenv) {
 			t.Errorf("role %s ran %d times, want %d", role, got, n)
 		}
 	}
-	if got := kinds(te.nodes(te.head(id))); !slices.Equal(got, []string{"start", "call:stage", "join:stage", "mark:done"}) {
+	if got := kinds(te.nodes(te.head(id))); !slices.Equal(got, []string{"start", "call:stage", "mark:resumed", "join:stage", "mark:done"}) {
 		t.Errorf("chain = %q", got)
+	}
+	// The branches' failure records went with their refs at the join.
+	if got := te.refNames(thread.FailurePrefix); !slices.Equal(got, []string{thread.FailurePrefix + id}) {
+		t.Errorf("failure refs after the join = %q, want the parent's only", got)
 	}
 	te.fsckClean()
 }

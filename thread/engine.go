@@ -345,7 +345,9 @@ func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, erro
 }
 
 // Resume appends a resumed mark whose reason is text (included in the next
-// prompt). It runs nothing. Resuming an active or done thread is an error
+// prompt). It runs nothing. Resuming a thread in a call resumes its
+// suspended branches too; a thread in a call whose branches failed may be
+// resumed without a text (the next step retries them). Resuming an active or done thread is an error
 // wrapping [ErrNotActive]... except that resuming an active thread with a
 // text is allowed: the text reaches the next step.
 func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) {
@@ -358,7 +360,11 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 		return 0, fmt.Errorf("resume thread %s: %w: it is done (fork it to go on)", id, ErrNotActive)
 	case StatusActive:
 		if text == "" {
-			return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
+			// A thread in a call whose branches failed or were cut short
+			// may be resumed as it is: the next step retries them.
+			if pc, err := e.pendingCall(ctx, hn); err != nil || pc == nil {
+				return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
+			}
 		}
 	case StatusCancelled:
 		return 0, fmt.Errorf("resume thread %s: %w: it is a branch its call cancelled (fork it to go on)", id, ErrNotActive)

@@ -863,22 +863,28 @@ const joinedPrefix = "joined into "
 
 // Parent is the call a branch thread runs under.
 type Parent struct {
-	Thread string   // the parent thread, from the branch's creation log entry ("" if the log no longer says)
+	Thread string   // the parent thread, from the branch's creation log entry
 	Call   cas.Hash // the call node on the parent's chain
 	Key    string   // the branch's key
 }
 
 // parentThread reads the parent of branch thread id from its creation log
-// entry ("child of P@C/K"); "" if the log does not say.
+// entry ("child of P@C/K", the newest entry that created the ref); "" if
+// the thread was created otherwise (a fork of a branch) or its log does
+// not say.
 func (e *Engine) parentThread(ctx context.Context, id string) string {
 	log, err := e.refs.Log(ctx, refName(id))
 	if err != nil {
 		return ""
 	}
 	for _, le := range slices.Backward(log) {
+		if !le.Old.IsZero() || le.New.IsZero() {
+			continue
+		}
 		if p, _, _, ok := ParseChildMessage(le.Message); ok {
 			return p
 		}
+		return ""
 	}
 	return ""
 }

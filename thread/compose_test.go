@@ -434,6 +434,18 @@ func TestForkAndReplayParent(t *testing.T) {
 	if k := kinds(fn); k[len(k)-1] != "join:developer" || fn[3].Join.Call != srcNodes[2].Hash {
 		t.Fatalf("fork at the call = %q", k)
 	}
+	// A fork of a branch is a thread of its own: listed, no parent.
+	bfork, err := te.e.Fork(te.ctx, srcNodes[3].Join.Branches[0].Head, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := te.e.Show(te.ctx, bfork); err != nil || info.Parent != nil {
+		t.Errorf("fork of a branch: %+v, %v; want no parent", info, err)
+	}
+	listed, err := te.e.List(te.ctx, thread.ListOptions{})
+	if err != nil || !slices.ContainsFunc(listed, func(i *thread.Info) bool { return i.ID == bfork }) {
+		t.Errorf("the fork of a branch is not listed: %v", err)
+	}
 	want := thread.ChildID(atCall, srcNodes[2].Hash, srcNodes[2].Call.At, "developer")
 	if c, err := te.e.Show(te.ctx, want); err != nil || c.Parent == nil || c.Parent.Thread != atCall {
 		t.Errorf("the fork's own branch %s: %+v, %v", want, c, err)

@@ -601,9 +601,6 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
 		return nil, err
 	}
-	if info.Parent != nil {
-		info.Parent.Thread = e.parentThread(ctx, id)
-	}
 	if info.Run, err = e.RunOf(ctx, id); err != nil {
 		return nil, err
 	}
@@ -638,7 +635,11 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 	}
 	info := &Info{ID: id, Head: head, Status: hn.Status(), Depth: hn.Depth(), Workflow: sn.Start.Workflow, Prompt: sn.Start.Prompt}
 	if sn.Start.IsChild() {
-		info.Parent = &Parent{Call: sn.Start.Call, Key: sn.Start.Key}
+		// A branch thread, unless its log says it was forked from one (a
+		// fork of a branch shares its start, and is a thread of its own).
+		if p := e.parentThread(ctx, id); p != "" {
+			info.Parent = &Parent{Thread: p, Call: sn.Start.Call, Key: sn.Start.Key}
+		}
 	}
 	// A thread in a call (its head the call, or a suspension or resume
 	// after it) lists the call's branches: List shows them under it.

@@ -174,7 +174,7 @@ func (e *Engine) call(ctx context.Context, id string, head *Node, pos *position,
 	if err := e.commit(ctx, id, h, &call.Chain, "call "+d.Role); err != nil {
 		return nil, err
 	}
-	e.progress(opts, Event{Type: EventCall, Thread: id, Depth: call.Depth, Role: d.Role, Head: h})
+	e.progress(opts, Event{Type: EventCall, Thread: id, Depth: call.Depth, Role: d.Role, Agent: call.Mode, Head: h})
 	pos.call = cn
 	return e.runCall(ctx, id, cn, pos, lw, opts)
 }
@@ -318,6 +318,18 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 		return res
 	}
 	opts = e.branchReplay(wctx, cn, b, opts)
+	if progress := opts.Progress; progress != nil {
+		o := *opts
+		o.Progress = func(ev Event) {
+			if ev.Branch == "" {
+				ev.Branch = b.Key
+			} else {
+				ev.Branch = b.Key + "/" + ev.Branch
+			}
+			progress(ev)
+		}
+		opts = &o
+	}
 	var lease *Lease
 	defer func() {
 		if lease != nil {

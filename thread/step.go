@@ -98,6 +98,9 @@ type Event struct {
 	Error   string        `json:"error,omitempty"`
 	Reason  string        `json:"reason,omitempty"`
 	Limit   int           `json:"limit,omitempty"` // the step limit, for a limit event
+	// Branch is set for an event of a branch thread of a call: its key
+	// (keys joined by "/" for nested branches); Thread is the branch's.
+	Branch string `json:"branch,omitempty"`
 }
 
 // StepResult is what one cycle of [Engine.Step] did.

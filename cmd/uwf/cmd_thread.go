@@ -703,7 +703,12 @@ func (p *progressPrinter) event(ev thread.Event) {
 	}
 	p.running = nil
 	elapsed := ev.Elapsed.Round(time.Millisecond)
+	if ev.Branch != "" { // an event of a branch thread of a call
+		fmt.Fprintf(p.w, "  [%s] ", ev.Branch)
+	}
 	switch ev.Type {
+	case thread.EventCall:
+		fmt.Fprintf(p.w, "%d %s: call (%s) -> %s\n", ev.Depth, ev.Role, ev.Agent, ev.Head)
 	case thread.EventStep:
 		fmt.Fprintf(p.w, "%d %s (%s) %s -> %s %s\n", ev.Depth, ev.Role, ev.Agent, ev.Status, ev.Head, elapsed)
 	case thread.EventRetry:

@@ -43,9 +43,9 @@ const (
 	// Version 2's built-ins for composition (docs/FORMAT.md, "Format
 	// version 2"), written only after [Repo.RequireVersion](ctx, 2).
 
-	// Workflow2Schema (2NS2QDA5130B6) types a workflow that composes: a
+	// Workflow2Schema (0F3VBYTJAHF9E) types a workflow that composes: a
 	// role run as a child workflow, or a parallel or race stage.
-	Workflow2Schema Hash = 0x2ae4576a8a118166
+	Workflow2Schema Hash = 0x078f6bf6a4a8bd2e
 	// CallSchema (6FRQX3SMNB1MX) types a call on a thread's chain: the
 	// branches a role or stage starts, committed before any of them runs.
 	CallSchema Hash = 0x67e2fd1e6955869d

@@ -57,6 +57,13 @@ func (r JoinRule) Matches(statuses []string) bool {
 	return true
 }
 
+// Each is a fan-out: one branch of Role per item of the list at field Over
+// (a dotted path) of the output the stage is routed from.
+type Each struct {
+	Role string
+	Over string
+}
+
 // Mode returns how r runs: [ModeChild] for a role that names a workflow,
 // [ModeParallel] or [ModeRace] for a stage, "" for an agent role.
 func (r *Role) Mode() string {
@@ -65,7 +72,7 @@ func (r *Role) Mode() string {
 		return ""
 	case r.Workflow != "":
 		return ModeChild
-	case len(r.Parallel) > 0:
+	case len(r.Parallel) > 0, r.Each != nil:
 		return ModeParallel
 	case len(r.Race) > 0:
 		return ModeRace
@@ -81,10 +88,13 @@ func (r *Role) Members() []string {
 	if len(r.Parallel) > 0 {
 		return r.Parallel
 	}
+	if r.Each != nil {
+		return []string{r.Each.Role}
+	}
 	return r.Race
 }
 
-// IsStage reports whether r is a parallel or race stage.
+// IsStage reports whether r is a parallel, race or each stage.
 func (r *Role) IsStage() bool { return len(r.Members()) > 0 }
 
 // Composes reports whether w has a role that runs a workflow or a stage:
@@ -114,22 +124,32 @@ func (w *Workflow) StageSchema(stage string) any {
 	for i, s := range statuses {
 		enum[i] = s
 	}
-	props := map[string]any{}
-	for _, m := range r.Members() {
-		var fm any = true
+	memberSchema := func(m string) any {
 		if mr := w.Roles[m]; mr != nil && mr.Frontmatter != nil {
 			if v, err := cas.ToValue(mr.Frontmatter); err == nil {
-				fm = v
+				return v
 			}
 		}
-		props[m] = fm
+		return true
+	}
+	branches := map[string]any{"type": "object"}
+	if r.Each != nil {
+		// Keyed by item index: 0, 1, ...
+		branches["propertyNames"] = map[string]any{"pattern": "^(0|[1-9][0-9]*)$"}
+		branches["additionalProperties"] = memberSchema(r.Each.Role)
+	} else {
+		props := map[string]any{}
+		for _, m := range r.Members() {
+			props[m] = memberSchema(m)
+		}
+		branches["additionalProperties"], branches["properties"] = false, props
 	}
 	return map[string]any{
 		"type":     "object",
 		"required": []any{"status", "branches"},
 		"properties": map[string]any{
 			"status":   map[string]any{"enum": enum},
-			"branches": map[string]any{"type": "object", "additionalProperties": false, "properties": props},
+			"branches": branches,
 		},
 		"additionalProperties": false,
 	}
@@ -194,7 +214,7 @@ func quoteList(ss []string) string {
 }
 
 // composeKeys are the role keys of composition, for messages.
-const composeKeys = "workflow, version, parallel, race, timeout, concurrency, join"
+const composeKeys = "workflow, version, parallel, race, each, timeout, concurrency, join"
 
 // composeKey reads a role key of composition; it reports false for a key
 // that is not one.
@@ -217,6 +237,22 @@ func (p *parser) composeKey(name, key string, k, v *yaml.Node, r *Role) bool {
 		r.Version = h
 	case "parallel":
 		r.Parallel = p.strings(v, path)
+	case "each":
+		m, ok := p.mapping(v, path, "a mapping {role, over}")
+		if !ok {
+			return true
+		}
+		r.Each = &Each{}
+		for ek, ev := range yamldoc.Pairs(m) {
+			switch key := yamldoc.Resolve(ek).Value; key {
+			case "role":
+				r.Each.Role, _ = p.str(ev, path+".role")
+			case "over":
+				r.Each.Over, _ = p.str(ev, path+".over")
+			default:
+				p.ps.Add(yamldoc.Pos(ek), "%s: unknown key %s (each has role, over)", path, strconv.Quote(key))
+			}
+		}
 	case "race":
 		r.Race = p.strings(v, path)
 	case "timeout":
@@ -297,13 +333,13 @@ func (w *Workflow) checkCompose(ps *problems) {
 		}
 		path := "roles." + name
 		kinds := 0
-		for _, b := range []bool{r.Workflow != "", len(r.Parallel) > 0, len(r.Race) > 0} {
+		for _, b := range []bool{r.Workflow != "", len(r.Parallel) > 0, len(r.Race) > 0, r.Each != nil} {
 			if b {
 				kinds++
 			}
 		}
 		if kinds > 1 {
-			ps.Add(at("workflow"), "%s: a role is run by an agent, by a workflow (workflow), or is a stage (parallel or race): not more than one of these", path)
+			ps.Add(at("workflow"), "%s: a role is run by an agent, by a workflow (workflow), or is a stage (parallel, race or each): not more than one of these", path)
 			continue
 		}
 		if r.Workflow != "" {
@@ -322,13 +358,22 @@ func (w *Workflow) checkCompose(ps *problems) {
 			continue
 		}
 		key := "parallel"
-		if r.Mode() == ModeRace {
+		switch {
+		case r.Mode() == ModeRace:
 			key = "race"
+		case r.Each != nil:
+			key = "each"
+			if r.Each.Over == "" {
+				ps.Add(at(key), "%s.each.over: name the field of the routed output that holds the list", path)
+			}
+			if r.Each.Role == "" {
+				ps.Add(at(key), "%s.each.role: name the role each item runs", path)
+			}
 		}
 		if !r.derived {
 			ps.Add(at("frontmatter"), "%s.frontmatter: a stage's output is derived from its members ({status, branches}): remove frontmatter", path)
 		}
-		if len(r.Members()) < 2 {
+		if len(r.Members()) < 2 && r.Each == nil {
 			ps.Add(at(key), "%s.%s: a stage runs at least two roles", path, key)
 		}
 		seen := map[string]bool{}
@@ -408,6 +453,9 @@ func composePayload(r *Role, rp map[string]any) {
 	if len(r.Race) > 0 {
 		rp["race"] = list(r.Race)
 	}
+	if r.Each != nil {
+		rp["each"] = map[string]any{"role": r.Each.Role, "over": r.Each.Over}
+	}
 	if r.Timeout > 0 {
 		rp["timeoutMs"] = float64(r.Timeout.Milliseconds())
 	}
@@ -447,6 +495,11 @@ func loadCompose(r *Role, rp map[string]any) {
 		return out
 	}
 	r.Parallel, r.Race = strs(rp["parallel"]), strs(rp["race"])
+	if m, ok := rp["each"].(map[string]any); ok {
+		r.Each = &Each{}
+		r.Each.Role, _ = m["role"].(string)
+		r.Each.Over, _ = m["over"].(string)
+	}
 	if f, ok := rp["timeoutMs"].(float64); ok {
 		r.Timeout = time.Duration(f) * time.Millisecond
 	}

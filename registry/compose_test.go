@@ -56,7 +56,7 @@ func TestParseComposeInvalid(t *testing.T) {
 		{"stage of stages", head + "  s: { race: [a, b] }\n  t: { parallel: [s, a] }\ngraph:\n  $START: { new: { role: t } }\n  t: { ok: { role: $END } }\n  s: { ok: { role: $END }, no: { role: $END } }\n",
 			`roles.t.parallel: role "s" is a stage`},
 		{"both workflow and race", head + "  s: { race: [a, b], workflow: x, frontmatter: { properties: { status: { const: ok } } } }\ngraph:\n  $START: { new: { role: s } }\n  s: { ok: { role: $END } }\n",
-			"roles.s: a role is run by an agent, by a workflow (workflow), or is a stage"},
+			"roles.s: a role is run by an agent, by a workflow (workflow), or is a stage (parallel, race or each)"},
 		{"stage frontmatter", head + "  s: { race: [a, b], frontmatter: { properties: { status: { const: ok } } } }\ngraph:\n  $START: { new: { role: s } }\n  s: { ok: { role: $END } }\n",
 			"roles.s.frontmatter: a stage's output is derived"},
 		{"timeout on an agent role", "name: w\nroles:\n  a: { timeout: 1m, frontmatter: { properties: { status: { const: ok } } } }\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: $END } }\n",
@@ -69,6 +69,12 @@ func TestParseComposeInvalid(t *testing.T) {
 			`graph.s: missing status "bad"`},
 		{"version without workflow", "name: w\nroles:\n  a: { version: 218DS5RX2WHPC, frontmatter: { properties: { status: { const: ok } } } }\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: $END } }\n",
 			"roles.a.version: pins the version of a workflow: give workflow too"},
+		{"each of an unknown role", head + "  s: { each: { role: zz, over: items } }\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: s } }\n  s: { ok: { role: $END }, no: { role: $END } }\n",
+			`roles.s.each: unknown role "zz"`},
+		{"each without over", head + "  s: { each: { role: b } }\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: s } }\n  s: { ok: { role: $END }, no: { role: $END } }\n",
+			"roles.s.each.over: name the field of the routed output that holds the list"},
+		{"each and parallel", head + "  s: { each: { role: b, over: x }, parallel: [a, b] }\ngraph:\n  $START: { new: { role: a } }\n  a: { ok: { role: s } }\n  s: { ok: { role: $END }, no: { role: $END } }\n",
+			"not more than one of these"},
 		{"unknown join key", head + "  s: { parallel: [a, b], join: [{ status: ok, most: ok }] }\ngraph:\n  $START: { new: { role: s } }\n  s: { ok: { role: $END }, no: { role: $END } }\n",
 			`roles.s.join[0]: unknown key "most"`},
 	}
@@ -139,6 +145,33 @@ func TestPutComposingMovesToVersionTwo(t *testing.T) {
 	bad.Roles["developer"].Version = res.Hash
 	if _, err := reg.Put(ctx, bad); err == nil || !strings.Contains(err.Error(), "that node is workflow parallel-review") {
 		t.Errorf("Put with a pinned version of another workflow = %v", err)
+	}
+}
+
+func TestParseEach(t *testing.T) {
+	const text = "name: w\nroles:\n  a: { frontmatter: { properties: { status: { const: ok }, items: { type: array } } } }\n" +
+		"  b: { frontmatter: { properties: { status: { enum: [ok, no] }, note: { type: string } } } }\n" +
+		"  s: { each: { role: b, over: items }, concurrency: 4 }\n" +
+		"graph:\n  $START: { new: { role: a } }\n  a: { ok: { role: s } }\n  s: { ok: { role: $END, prompt: \"{{ branches }}\" }, no: { role: $END } }\n"
+	w, err := registry.Parse("w.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := w.Roles["s"]
+	if r.Mode() != registry.ModeParallel || !slices.Equal(r.Members(), []string{"b"}) || r.Each.Over != "items" {
+		t.Errorf("s = %+v", r)
+	}
+	if got := w.Statuses("s"); !slices.Equal(got, []string{"no", "ok"}) {
+		t.Errorf("statuses = %v", got)
+	}
+	reg := registry.New(newRepo(t))
+	res, err := reg.Put(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := reg.Load(context.Background(), res.Hash)
+	if err != nil || back.Roles["s"].Each == nil || *back.Roles["s"].Each != *r.Each {
+		t.Errorf("loaded s = %+v, %v", back.Roles["s"], err)
 	}
 }
 

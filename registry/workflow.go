@@ -71,6 +71,10 @@ type Role struct {
 	Concurrency int
 	// Join derives a stage's status from its branches' ([JoinRule]).
 	Join []JoinRule
+	// Each makes the role a fan-out stage: one branch of Each.Role per
+	// item of the list at field Each.Over of the output routed from (a
+	// parallel stage whose branches are keyed 0, 1, ...).
+	Each *Each
 
 	derived bool // Frontmatter was derived (a stage)
 }

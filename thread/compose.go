@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -156,8 +157,19 @@ func (e *Engine) call(ctx context.Context, id string, head *Node, pos *position,
 		}
 		call.Branches = []Branch{{Key: d.Role, Prompt: d.Prompt}}
 	default:
-		for _, m := range role.Members() {
-			call.Branches = append(call.Branches, Branch{Key: m, Role: m, Prompt: d.Prompt})
+		if role.Each != nil {
+			items, err := e.eachItems(ctx, pos, role.Each)
+			if err != nil {
+				return nil, fmt.Errorf("thread %s: stage %s: %w", id, d.Role, err)
+			}
+			for i, item := range items {
+				prompt := fmt.Sprintf("%s\n\nItem %d of %d:\n%s", d.Prompt, i+1, len(items), moderator.Text(item))
+				call.Branches = append(call.Branches, Branch{Key: strconv.Itoa(i), Role: role.Each.Role, Prompt: strings.TrimLeft(prompt, "\n")})
+			}
+		} else {
+			for _, m := range role.Members() {
+				call.Branches = append(call.Branches, Branch{Key: m, Role: m, Prompt: d.Prompt})
+			}
 		}
 		call.TimeoutMs = role.Timeout.Milliseconds()
 		call.Concurrency = role.Concurrency
@@ -177,6 +189,41 @@ func (e *Engine) call(ctx context.Context, id string, head *Node, pos *position,
 	e.progress(opts, Event{Type: EventCall, Thread: id, Depth: call.Depth, Role: d.Role, Agent: call.Mode, Head: h})
 	pos.call = cn
 	return e.runCall(ctx, id, cn, pos, lw, opts)
+}
+
+// ErrNothingToFanOut is wrapped by the error of an each stage whose list
+// is empty or missing: a call needs at least one branch.
+var ErrNothingToFanOut = errors.New("nothing to fan out over")
+
+// eachItems returns the list an each stage fans out over: the field
+// each.Over (a dotted path) of the output the thread routed from.
+func (e *Engine) eachItems(ctx context.Context, pos *position, each *registry.Each) ([]any, error) {
+	if pos.lastStep == nil {
+		return nil, fmt.Errorf("%w: each over %q needs an output to read it from (the stage follows $START)", ErrNothingToFanOut, each.Over)
+	}
+	_, output, _ := pos.lastStep.routed()
+	on, err := e.repo.Get(ctx, output)
+	if err != nil {
+		return nil, fmt.Errorf("output of %s: %w", pos.lastStep.Hash, err)
+	}
+	v := on.Payload
+	for _, seg := range strings.Split(each.Over, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: the output has no field %q", ErrNothingToFanOut, each.Over)
+		}
+		if v, ok = m[seg]; !ok {
+			return nil, fmt.Errorf("%w: the output has no field %q", ErrNothingToFanOut, each.Over)
+		}
+	}
+	items, ok := v.([]any)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: field %q of the output is not a list", ErrNothingToFanOut, each.Over)
+	case len(items) == 0:
+		return nil, fmt.Errorf("%w: the list %q is empty", ErrNothingToFanOut, each.Over)
+	}
+	return items, nil
 }
 
 // branchResult is how one branch of a call ended, in this run.

@@ -758,3 +758,60 @@ func TestRaceWithConcurrencyLimit(t *testing.T) {
 	}
 	te.fsckClean()
 }
+
+func TestEachFansOut(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.putWorkflow(`name: fan
+roles:
+  lister: { frontmatter: { type: object, properties: { status: { const: listed }, files: { type: array, minItems: 3, maxItems: 3, items: { type: string } } }, required: [status, files] } }
+  review: { each: { role: reviewer, over: files }, concurrency: 2, join: [{ status: clean, all: ok }, { status: dirty }] }
+  reviewer: { frontmatter: { type: object, properties: { status: { const: ok }, note: { type: string } }, required: [status, note] } }
+graph:
+  $START: { new: { role: lister, prompt: List the files. } }
+  lister: { listed: { role: review, prompt: "Review this file." } }
+  review: { clean: { role: $END, prompt: "{{ branches }}" }, dirty: { role: $END } }
+`)
+	id, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := te.nodes(te.head(id))
+	if got := kinds(ns); !slices.Equal(got, []string{"start", "step:lister", "call:review", "join:review", "mark:done"}) {
+		t.Fatalf("chain = %q", got)
+	}
+	call := ns[2].Call
+	lo, _ := te.repo.Get(te.ctx, ns[1].Step.Output)
+	files := lo.Payload.(map[string]any)["files"].([]any)
+	if call.Mode != "parallel" || len(call.Branches) != 3 || call.Concurrency != 2 {
+		t.Fatalf("call = %+v", call)
+	}
+	for i, b := range call.Branches {
+		if b.Key != strconv.Itoa(i) || b.Role != "reviewer" || !strings.Contains(b.Prompt, fmt.Sprintf("Item %d of 3:\n%s", i+1, files[i])) {
+			t.Errorf("branch %d = %+v", i, b)
+		}
+	}
+	out, _ := te.repo.Get(te.ctx, ns[3].Join.Output)
+	m := out.Payload.(map[string]any)
+	if br := m["branches"].(map[string]any); m["status"] != "clean" || len(br) != 3 || br["2"] == nil {
+		t.Errorf("join output = %v", m)
+	}
+	te.fsckClean()
+	// An empty list fails the step clearly and moves nothing.
+	wf2 := te.putWorkflow(strings.Replace(`name: fan0
+roles:
+  lister: { frontmatter: { type: object, properties: { status: { const: listed }, files: { type: array, maxItems: 0 } }, required: [status, files] } }
+  review: { each: { role: reviewer, over: files } }
+  reviewer: { frontmatter: { type: object, properties: { status: { const: ok } }, required: [status] } }
+graph:
+  $START: { new: { role: lister } }
+  lister: { listed: { role: review } }
+  review: { ok: { role: $END } }
+`, "\t", "  ", -1))
+	id2, _, err := te.e.Run(te.ctx, wf2, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if !errors.Is(err, thread.ErrNothingToFanOut) || !strings.Contains(err.Error(), `the list "files" is empty`) {
+		t.Errorf("Run over an empty list = %v", err)
+	}
+	if got := kinds(te.nodes(te.head(id2))); !slices.Equal(got, []string{"start", "step:lister"}) {
+		t.Errorf("chain after the empty fan-out = %q", got)
+	}
+}

@@ -243,7 +243,11 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 	// run under a lease, so no worker runs the thread at once; a version-1
 	// store has no queue, and running leaves it at version 1.
 	var lease *thread.Lease
+	queued := false // the thread was queued for workers before this run
 	if v, err := s.eng.Repo().FormatVersion(s.jobCtx); err == nil && v >= cas.FormatV2 {
+		if prior, err := s.eng.RunOf(s.jobCtx, id); err == nil && prior != nil {
+			queued = true
+		}
 		if lease, err = s.eng.Acquire(s.jobCtx, id, s.leaseName(), &thread.LeaseOptions{Agent: opts.Agent}); err != nil {
 			return err
 		}
@@ -262,7 +266,7 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 			stopLease()
 			if lost := lease.Err(); lost != nil {
 				err = errors.Join(err, lost)
-			} else if rerr := s.giveBack(lease, rs, err); rerr != nil {
+			} else if rerr := s.giveBack(lease, queued, rs); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 		}
@@ -294,13 +298,13 @@ func (s *Server) leaseName() string {
 	return fmt.Sprintf("serve-%s-%d", host, os.Getpid())
 }
 
-// giveBack ends a lease after a background run: a run that was queued
-// before (a worker's thread stepped here) goes back to the queue unless
-// the thread stopped; otherwise the record is deleted.
-func (s *Server) giveBack(l *thread.Lease, rs []*thread.StepResult, runErr error) error {
+// giveBack ends a lease after a background run: a thread that was queued
+// before (for workers) goes back to the queue unless it stopped; otherwise
+// the record is deleted.
+func (s *Server) giveBack(l *thread.Lease, queued bool, rs []*thread.StepResult) error {
 	ctx := context.WithoutCancel(s.jobCtx)
 	stopped := len(rs) > 0 && rs[len(rs)-1].Kind != thread.EventStep
-	if l.Run().Attempt > 1 && !stopped && runErr == nil {
+	if queued && !stopped {
 		return l.Requeue(ctx, "stepped by the HTTP API")
 	}
 	return l.Release(ctx, "run by the HTTP API")

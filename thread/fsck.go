@@ -14,8 +14,9 @@ import (
 // (depth, prev, skip pointers, a constant start); that a join settles a
 // call of its own chain, with one head per branch, each on a branch thread
 // of that call and key; that a branch's start names a branch of its call;
-// and that every thread head is a chain node and every failures/ ref a
-// failure node.
+// and that every thread head is a chain node, every failures/ ref a
+// failure node, every runs/ ref a run node and every slots/ ref a slot
+// node.
 func FsckOptions() *cas.FsckOptions {
 	return &cas.FsckOptions{
 		NodeChecks: []cas.NodeCheck{checkChain, checkCompose},
@@ -213,6 +214,13 @@ func checkHead(ctx context.Context, r *cas.Repo, name string, target cas.Hash) [
 		want, what = headTypes, "a start, step, mark, call or join node"
 	case strings.HasPrefix(name, FailurePrefix):
 		want, what = []cas.Hash{cas.FailureSchema}, "a failure node"
+	case strings.HasPrefix(name, RunPrefix):
+		if _, err := ParseID(strings.TrimPrefix(name, RunPrefix)); err != nil {
+			return []cas.Problem{{Ref: name, Kind: cas.ProblemRef, Msg: "not a thread ID"}}
+		}
+		want, what = []cas.Hash{cas.RunSchema}, "a run node"
+	case strings.HasPrefix(name, SlotPrefix):
+		want, what = []cas.Hash{cas.SlotSchema}, "a slot node"
 	default:
 		return nil
 	}

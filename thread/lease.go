@@ -244,11 +244,11 @@ func (e *Engine) claim(ctx context.Context, id, worker string, o *LeaseOptions, 
 		return nil, fmt.Errorf("claim thread %s: %w: no worker name", id, cas.ErrInvalid)
 	}
 	opts := o.withDefaults()
-	t0 := time.Now() // before the store's clock is read: local validity ends first
 	cur, err := e.RunOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	t0 := time.Now() // before the store's clock is read: local validity ends first
 	now, err := e.storeNow(ctx)
 	if err != nil {
 		return nil, err
@@ -368,7 +368,9 @@ func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 	go func() { // renewals and the validity deadline
 		defer wg.Done()
 		interval := l.opts.Length / 3
-		renewAt := time.NewTimer(interval)
+		// Every third of the length, or sooner if the claim took long
+		// enough that less than two thirds of its validity are left.
+		renewAt := time.NewTimer(min(interval, time.Until(l.ValidUntil())/2))
 		defer renewAt.Stop()
 		for {
 			deadline := time.NewTimer(time.Until(l.ValidUntil()))
@@ -398,7 +400,7 @@ func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 					}
 					renewAt.Reset(max(interval/5, 10*time.Millisecond))
 				default:
-					renewAt.Reset(interval)
+					renewAt.Reset(min(interval, time.Until(l.ValidUntil())/2))
 				}
 			}
 			deadline.Stop()

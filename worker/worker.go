@@ -26,11 +26,12 @@ package worker
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sync"
@@ -104,7 +105,7 @@ func New(eng *thread.Engine, opts Options) *Worker {
 			host = "host"
 		}
 		var b [3]byte
-		_, _ = rand.Read(b[:])
+		_, _ = crand.Read(b[:])
 		opts.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	if opts.Concurrency <= 0 {
@@ -302,8 +303,20 @@ func (w *Worker) claimSome(ctx, hard context.Context, jobs *sync.WaitGroup) {
 	if next != 0 {
 		w.wakeAt(time.Duration(next-nowMs)*time.Millisecond + 10*time.Millisecond)
 	}
+	// Oldest first, but from a random place among the claimable: workers
+	// woken by one change would otherwise all race for the same run.
 	slices.SortFunc(runs, func(a, b *thread.Run) int { return compareStrings(a.Thread, b.Thread) })
+	var cands []*thread.Run
 	for _, r := range runs {
+		if claimable(r, nowMs) {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) > 1 {
+		k := rand.IntN(min(len(cands), 4*w.opts.Concurrency*2))
+		cands = append(cands[k:], cands[:k]...)
+	}
+	for _, r := range cands {
 		if w.runningCount() >= w.opts.Concurrency || ctx.Err() != nil {
 			return
 		}

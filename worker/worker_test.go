@@ -198,8 +198,8 @@ func TestWorker(t *testing.T) {
 
 func testRunsQueuedThreads(t *testing.T, f *fixture) {
 	ids := f.queue(6, t.TempDir(), "synth")
-	startWorker(t, f.eng, worker.Options{ID: "w1", Build: "test", Concurrency: 2, Lease: 3 * time.Second})
-	startWorker(t, f.eng, worker.Options{ID: "w2", Build: "test", Concurrency: 2, Lease: 3 * time.Second})
+	startWorker(t, f.eng, worker.Options{ID: "w1", Build: "test", Concurrency: 2, Lease: 10 * time.Second})
+	startWorker(t, f.eng, worker.Options{ID: "w2", Build: "test", Concurrency: 2, Lease: 10 * time.Second})
 	f.waitFor("every thread done", 60*time.Second, func() bool {
 		for _, id := range ids {
 			if st, _ := f.status(id); st != thread.StatusDone {
@@ -239,7 +239,7 @@ func failConfig(t *testing.T) *config.Config {
 
 func testAlwaysFailingStep(t *testing.T, f *fixture) {
 	ids := f.queue(1, t.TempDir(), "broken")
-	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: 2, Backoff: 50 * time.Millisecond, Lease: 3 * time.Second,
+	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: 2, Backoff: 50 * time.Millisecond, Lease: 10 * time.Second,
 		Run: thread.RunOptions{Config: failConfig(t)}})
 	f.waitFor("the run failed", 30*time.Second, func() bool {
 		_, r := f.status(ids[0])
@@ -274,7 +274,7 @@ func testLeavesWhatItCannotRun(t *testing.T, f *fixture) {
 	missing := filepath.Join(t.TempDir(), "gone")
 	ids := f.queue(1, missing, "synth")
 	unknown := f.queue(1, t.TempDir(), "broken") // no such agent in this worker's config
-	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 3 * time.Second})
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 10 * time.Second})
 	f.waitFor("why-not-claimed recorded", 20*time.Second, func() bool {
 		_, a := f.status(ids[0])
 		_, b := f.status(unknown[0])
@@ -341,7 +341,7 @@ func testMaxRunning(t *testing.T, f *fixture) {
 	}
 	ids := f.queueOf(f.solo, 6, t.TempDir(), "slowok")
 	for i := range 3 {
-		startWorker(t, f.eng, worker.Options{ID: fmt.Sprintf("w%d", i), Concurrency: 3, Lease: 3 * time.Second, Run: thread.RunOptions{Config: cfg}})
+		startWorker(t, f.eng, worker.Options{ID: fmt.Sprintf("w%d", i), Concurrency: 3, Lease: 10 * time.Second, Run: thread.RunOptions{Config: cfg}})
 	}
 	f.waitFor("every thread done", 90*time.Second, func() bool {
 		for _, id := range ids {

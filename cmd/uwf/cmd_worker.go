@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -101,7 +102,7 @@ func runWorker(c *cli.Context, s *session) error {
 		retries = -1 // none
 	}
 	w := worker.New(s.engine(repo), worker.Options{
-		ID: c.String("id"), Build: version(), Concurrency: c.Int("concurrency"), Workflows: c.StringSlice("workflow"),
+		ID: c.String("id"), Build: strings.Trim(version(), "()"), Concurrency: c.Int("concurrency"), Workflows: c.StringSlice("workflow"),
 		Lease: c.Duration("lease"), Retries: retries, Backoff: c.Duration("backoff"), Drain: c.Duration("drain"),
 		Run: *opts, Logger: log,
 	})

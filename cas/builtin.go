@@ -51,6 +51,25 @@ const (
 	// workflow's concurrency slots, the node a ref
 	// slots/<workflow>/<index> points at.
 	SlotSchema Hash = 0xe47d8ad56e475cf3
+
+	// Version 2's built-ins for composition (docs/FORMAT.md, "Format
+	// version 2"), written only after [Repo.RequireVersion](ctx, 2).
+
+	// Workflow2Schema (0F3VBYTJAHF9E) types a workflow that composes: a
+	// role run as a child workflow, or a parallel or race stage.
+	Workflow2Schema Hash = 0x078f6bf6a4a8bd2e
+	// CallSchema (6FRQX3SMNB1MX) types a call on a thread's chain: the
+	// branches a role or stage starts, committed before any of them runs.
+	CallSchema Hash = 0x67e2fd1e6955869d
+	// JoinSchema (01C30PS7QVB8E) types the end of a call: edges to every
+	// branch's final head and the role's output.
+	JoinSchema Hash = 0x00b060b64f7dad0e
+	// ChildStartSchema (4C4M99ZATX46X) types the start node of a branch
+	// thread: its call and key.
+	ChildStartSchema Hash = 0x4612894fd5ae90dd
+	// CancelledSchema (4CE70PDA9J9J2) types the mark of a branch cancelled
+	// by its call (a lost race, a timeout, a killed parent).
+	CancelledSchema Hash = 0x4638e0b354992642
 )
 
 //go:embed schemas/*.json
@@ -99,6 +118,9 @@ var versionTwo = []struct {
 	{"thread-key", ThreadKeySchema},
 	{"run", RunSchema},   // workers: a thread's run record (runs/<thread>)
 	{"slot", SlotSchema}, // workers: a concurrency slot (slots/<workflow>/<i>)
+
+	{"workflow2", Workflow2Schema}, {"call", CallSchema}, {"join", JoinSchema},
+	{"child-start", ChildStartSchema}, {"cancelled", CancelledSchema},
 }
 
 // loadBuiltins encodes the embedded schema files as nodes and checks them

@@ -66,7 +66,7 @@ func TestProgress(t *testing.T) {
 	list := f.put(cas.ContentSchema, "list") // reaches nothing: a text
 	f.setRef("keep", hs[0])
 	f.setRef("list", list)
-	f.clock.Advance(2 * time.Hour) // past the grace: 39 texts are garbage
+	f.clock.Advance(2 * time.Hour)         // past the grace: 39 texts are garbage
 	b := len(cas.BuiltinsAt(cas.FormatV1)) // a fresh store holds version 1's
 
 	var l progressLog

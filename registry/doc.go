@@ -30,6 +30,16 @@
 // prints one "file:line:col: message" per problem, sorted by position.
 // [Workflow.Validate] applies the same rules to a workflow built in Go.
 //
+// # Composition
+//
+// A role may run a workflow as a child thread ([Role.Workflow], optionally
+// pinned by [Role.Version]) or be a stage that runs several roles at once
+// ([Role.Parallel], [Role.Race], with [Role.Timeout], [Role.Concurrency]
+// and [Role.Join] rules; its schema derived by [Workflow.StageSchema]). A
+// workflow that composes is stored as a workflow2 node, moving the store
+// to format version 2; one that does not keeps its version-1 hash.
+// [Registry.Put] refuses a child role whose workflow is not registered.
+//
 // # Concurrency
 //
 // A [Registry] is safe for concurrent use, from many goroutines and

@@ -40,6 +40,7 @@ func Parse(file string, data []byte) (*Workflow, error) {
 	}
 	w, ps := parse(file, data)
 	if w != nil {
+		w.prepareStages()
 		w.check(ps)
 	}
 	if err := ps.Err(); err != nil {
@@ -219,7 +220,9 @@ func (p *parser) role(name string, v *yaml.Node) *Role {
 			p.w.pos[posKey{a: "roles", b: name, c: "frontmatter"}] = yamldoc.Pos(k)
 			r.Frontmatter = p.frontmatter(name, k, fv)
 		default:
-			p.ps.Add(yamldoc.Pos(k), "%s: unknown key %s (a role has description, goal, procedure, output, capabilities, frontmatter)", path, strconv.Quote(key))
+			if !p.composeKey(name, key, k, fv, r) {
+				p.ps.Add(yamldoc.Pos(k), "%s: unknown key %s (a role has description, goal, procedure, output, capabilities, frontmatter; or, to compose, %s)", path, strconv.Quote(key), composeKeys)
+			}
 		}
 	}
 	return r

@@ -56,6 +56,9 @@ func (r *Registry) Put(ctx context.Context, w *Workflow) (PutResult, error) {
 	if err := w.Validate(); err != nil {
 		return PutResult{}, err
 	}
+	if err := r.checkChildren(ctx, w); err != nil {
+		return PutResult{}, err
+	}
 	h, err := r.store(ctx, w)
 	if err != nil {
 		return PutResult{}, fmt.Errorf("workflow put %s: %w", w.Name, err)
@@ -104,6 +107,7 @@ func (r *Registry) store(ctx context.Context, w *Workflow) (cas.Hash, error) {
 			}
 			rp["capabilities"] = caps
 		}
+		composePayload(role, rp)
 		roles[name] = rp
 	}
 	graph := map[string]any{}
@@ -120,6 +124,11 @@ func (r *Registry) store(ctx context.Context, w *Workflow) (cas.Hash, error) {
 	}
 	if w.MaxSteps > 0 {
 		payload["maxSteps"] = float64(w.MaxSteps)
+	}
+	if w.Composes() {
+		// A composing workflow is a version-2 kind: Put moves the store
+		// to version 2 first.
+		return r.repo.Put(ctx, cas.Workflow2Schema, payload)
 	}
 	return r.repo.Put(ctx, cas.WorkflowSchema, payload)
 }
@@ -173,7 +182,7 @@ func (r *Registry) load(ctx context.Context, h cas.Hash) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load workflow %s: %w", h, err)
 	}
-	if n.Type != cas.WorkflowSchema {
+	if !IsWorkflowType(n.Type) {
 		return nil, fmt.Errorf("load workflow %s: %w: not a workflow node (its type is %s)", h, cas.ErrInvalid, n.Type)
 	}
 	bad := func(what string) error {
@@ -223,6 +232,7 @@ func (r *Registry) load(ctx context.Context, h cas.Hash) (*Stored, error) {
 			return nil, bad(fmt.Sprintf("role %s: frontmatter %s is not a schema node", name, sh))
 		}
 		role.Frontmatter = sn.Payload
+		loadCompose(role, rp)
 		s.Schemas[name] = sh
 		w.Roles[name] = role
 	}

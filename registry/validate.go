@@ -79,6 +79,7 @@ func (w *Workflow) check(ps *problems) {
 			info[name] = si
 		}
 	}
+	w.checkCompose(ps)
 
 	// The graph.
 	if w.Graph == nil && !w.has(posKey{a: "graph"}) {
@@ -140,15 +141,31 @@ func (w *Workflow) check(ps *problems) {
 				reached[to] = true
 				queue = append(queue, to)
 			}
+			// A stage's members run under it.
+			for _, m := range w.Roles[to].Members() {
+				if _, ok := w.Roles[m]; ok && !reached[m] {
+					reached[m] = true
+					queue = append(queue, m)
+				}
+			}
 		}
 	}
 	_, hasStart := w.Graph[moderator.Start]
+	members := w.stageMembers()
+	targets := map[string]bool{}
+	for _, edges := range w.Graph {
+		for _, e := range edges {
+			targets[e.Role] = true
+		}
+	}
 	for _, name := range w.RoleNames() {
 		at := w.at(posKey{a: "roles", b: name})
 		if strings.HasPrefix(name, "$") {
 			continue
 		}
-		if _, ok := w.Graph[name]; !ok {
+		// A role run only as a stage's member routes nothing: its
+		// output goes to the stage's join.
+		if _, ok := w.Graph[name]; !ok && !(members[name] && !targets[name]) {
 			if si, ok := info[name]; ok && si.Pinned {
 				ps.Add(at, "roles.%s: no graph entry (graph.%s must give its statuses: %s)", name, name, strings.Join(si.statuses(), ", "))
 			} else {

@@ -2,6 +2,9 @@ package registry
 
 import (
 	"slices"
+	"time"
+
+	"github.com/uncaged/uwf/cas"
 
 	"github.com/uncaged/uwf/moderator"
 )
@@ -48,6 +51,32 @@ type Role struct {
 	// string, float64, bool, nil). It must pin "status" to a const or an
 	// enum, or be a oneOf/anyOf of variants that each do.
 	Frontmatter any
+
+	// Workflow, if set, names the workflow this role runs as a child
+	// thread instead of an agent: the edge prompt is the child's task, and
+	// its final output (which must fit Frontmatter) is the role's output.
+	Workflow string
+	// Version pins the child workflow to one version; zero means the
+	// current version of workflows/<Workflow> when the role is stepped.
+	Version cas.Hash
+	// Parallel or Race makes the role a stage that runs these roles at
+	// once: all of them (the join waits for all), or as a race (the first
+	// success wins). A stage's Frontmatter is derived ([Workflow.StageSchema]).
+	Parallel, Race []string
+	// Timeout bounds a stage: branches still running then are cancelled.
+	// Zero means none.
+	Timeout time.Duration
+	// Concurrency bounds how many branches of a stage run at once; zero
+	// means all.
+	Concurrency int
+	// Join derives a stage's status from its branches' ([JoinRule]).
+	Join []JoinRule
+	// Each makes the role a fan-out stage: one branch of Each.Role per
+	// item of the list at field Each.Over of the output routed from (a
+	// parallel stage whose branches are keyed 0, 1, ...).
+	Each *Each
+
+	derived bool // Frontmatter was derived (a stage)
 }
 
 // Statuses returns the statuses role's schema pins, sorted; nil if the

@@ -39,6 +39,10 @@ func TestBackends(t *testing.T) {
 		{"MaxSteps", testMaxSteps},
 		{"MaxStepsLoop", testMaxStepsLoop},
 		{"SessionDetail", testSessionDetail},
+		{"ChildWorkflowRole", testChildWorkflowRole},
+		{"ParallelReviewExample", testParallelReviewExample},
+		{"ParallelFailureCollected", testParallelFailureCollected},
+		{"RaceCancelsLosers", testRaceCancelsLosers},
 	}
 	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
 		"disk": func(t *testing.T) (cas.Store, cas.Refs) {

@@ -22,6 +22,18 @@
 //     start, the fork point or the last resume. Reaching it appends a
 //     suspended mark naming it, reported as an [EventLimit].
 //
+// # Composition
+//
+// A role that runs a workflow, and a parallel or race stage (format version
+// 2; docs/WORKFLOWS.md, "Composition"), are stepped as a call node,
+// committed before any branch starts, then a branch thread per key (its id
+// [ChildID] of the thread, the call and the key; its start a child-start
+// node naming both), each run under a lease ([Engine.Acquire]), then a
+// join node with an edge to each branch's final head and the role's
+// output. A step of a thread in a call carries on its unfinished branches;
+// kill, resume and rm of a thread reach them; [Engine.Calls] lists a
+// thread's calls and branches.
+//
 // # Views
 //
 // What a person inspects is assembled here, not by the CLI: [Engine.Show]

@@ -166,7 +166,9 @@ func ParseID(s string) (string, error) {
 
 func refName(id string) string { return ThreadPrefix + id }
 
-// Head returns a thread's head. The error wraps [ErrInvalidID] for a bad ID
+// Head returns a thread's head (for a branch thread joined into its
+// parent, whose ref the join removed, its final head as its log says).
+// The error wraps [ErrInvalidID] for a bad ID
 // and [cas.ErrNotFound] for no such thread, saying so when the thread's
 // ref is missing though its log says it exists (deleted behind uwf's back).
 func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
@@ -179,6 +181,11 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 		if errors.Is(err, cas.ErrNotFound) {
 			// A ref deleted behind uwf's back: say so, and how to get it back.
 			if log, lerr := e.refs.Log(ctx, refName(id)); lerr == nil {
+				// A branch joined into its parent: its ref went, the
+				// join's edge keeps its final head, which its log names.
+				if n := len(log); n > 0 && log[n-1].New.IsZero() && strings.HasPrefix(log[n-1].Message, joinedPrefix) {
+					return log[n-1].Old, nil
+				}
 				if m := cas.MissingRef(refName(id), log); m != nil {
 					return 0, fmt.Errorf("thread %s: %w: its ref %s is missing, though its log says it is at %s (restore it from its log: uwf cas ref restore %s)",
 						id, cas.ErrNotFound, m.Name, m.Logged, m.Name)
@@ -198,7 +205,7 @@ func (e *Engine) Start(ctx context.Context, workflow cas.Hash, prompt, cwd strin
 	if err != nil {
 		return "", 0, fmt.Errorf("start: workflow %s: %w", workflow, err)
 	}
-	if wn.Type != cas.WorkflowSchema {
+	if !registry.IsWorkflowType(wn.Type) {
 		return "", 0, fmt.Errorf("start: %s: %w: not a workflow node", workflow, cas.ErrInvalid)
 	}
 	s := &Start{Workflow: workflow, Prompt: prompt, Cwd: cwd}
@@ -265,7 +272,7 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, err
 	}
 	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
-	h, err := e.repo.Put(ctx, cas.MarkSchema, m.Payload())
+	h, err := e.repo.Put(ctx, m.schema(), m.Payload())
 	if err != nil {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
@@ -311,6 +318,10 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	if _, err := e.DropRun(ctx, id, "killed"); err != nil {
 		return h, fmt.Errorf("kill thread %s: killed, but %w", id, err)
 	}
+	// The branches of a call the thread was in end with it.
+	if err := e.killChildren(ctx, id, hn, "parent "+id+" killed: "+reason); err != nil {
+		return h, fmt.Errorf("kill thread %s: its branches: %w", id, err)
+	}
 	return h, nil
 }
 
@@ -334,7 +345,9 @@ func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, erro
 }
 
 // Resume appends a resumed mark whose reason is text (included in the next
-// prompt). It runs nothing. Resuming an active or done thread is an error
+// prompt). It runs nothing. Resuming a thread in a call resumes its
+// suspended branches too; a thread in a call whose branches failed may be
+// resumed without a text (the next step retries them). Resuming an active or done thread is an error
 // wrapping [ErrNotActive]... except that resuming an active thread with a
 // text is allowed: the text reaches the next step.
 func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) {
@@ -347,10 +360,24 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 		return 0, fmt.Errorf("resume thread %s: %w: it is done (fork it to go on)", id, ErrNotActive)
 	case StatusActive:
 		if text == "" {
-			return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
+			// A thread in a call whose branches failed or were cut short
+			// may be resumed as it is: the next step retries them.
+			if pc, err := e.pendingCall(ctx, hn); err != nil || pc == nil {
+				return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
+			}
 		}
+	case StatusCancelled:
+		return 0, fmt.Errorf("resume thread %s: %w: it is a branch its call cancelled (fork it to go on)", id, ErrNotActive)
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	if err != nil {
+		return 0, err
+	}
+	// Resuming a thread suspended by a branch resumes that branch.
+	if err := e.resumeChildren(ctx, id, hn, text); err != nil {
+		return h, fmt.Errorf("resume thread %s: its branches: %w", id, err)
+	}
+	return h, nil
 }
 
 // Fork creates a thread whose head is the start, step or mark node from.
@@ -415,6 +442,12 @@ func (e *Engine) Remove(ctx context.Context, id string) error {
 		}
 		if err != nil {
 			return err
+		}
+		// The branches of a call the thread is in go with it.
+		if hn, err := e.Node(ctx, head); err == nil {
+			if err := e.removeChildren(ctx, id, hn); err != nil {
+				return fmt.Errorf("remove thread %s: its branches: %w", id, err)
+			}
 		}
 		lastErr = e.refs.CompareAndSwap(ctx, refName(id), head, 0, "rm")
 		if !errors.Is(lastErr, cas.ErrConflict) {
@@ -537,6 +570,11 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Parent is set for a branch thread: the call it runs under.
+	Parent *Parent
+	// Branches are the branches of the call the thread is in, if it is in
+	// one (set by [Engine.Show] and [Engine.List]).
+	Branches []ChildInfo
 	// Run is the thread's run record (runs/<id>), nil if it has none: its
 	// run is then [RunNone]. [RunState] gives the word shown.
 	Run *Run
@@ -602,6 +640,20 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 		}
 	}
 	info := &Info{ID: id, Head: head, Status: hn.Status(), Depth: hn.Depth(), Workflow: sn.Start.Workflow, Prompt: sn.Start.Prompt}
+	if sn.Start.IsChild() {
+		// A branch thread, unless its log says it was forked from one (a
+		// fork of a branch shares its start, and is a thread of its own).
+		if p := e.parentThread(ctx, id); p != "" {
+			info.Parent = &Parent{Thread: p, Call: sn.Start.Call, Key: sn.Start.Key}
+		}
+	}
+	// A thread in a call (its head the call, or a suspension or resume
+	// after it) lists the call's branches: List shows them under it.
+	if hn.Kind == KindCall || (hn.Mark != nil && (hn.Mark.Mark == MarkSuspended || hn.Mark.Mark == MarkResumed) && !hn.Chain().Prev.IsZero()) {
+		if info.Branches, err = e.branches(ctx, id, hn); err != nil {
+			return nil, err
+		}
+	}
 	if u, err := ulid.ParseStrict(id); err == nil {
 		info.Created = ulid.Time(u.Time()).UTC()
 	}
@@ -635,6 +687,11 @@ type ListOptions struct {
 	Since  time.Time
 	Limit  int // at most this many; 0 for all
 	Offset int // skip this many (after filtering)
+	// Children lists branch threads too (threads a call runs, until their
+	// join); without it they are left out, as they show under their
+	// parent. Left-out branches count toward Offset when no other filter
+	// is given (the listing then reads only the page's threads).
+	Children bool
 }
 
 // List returns threads newest first (by the time in their ULID), filtered
@@ -705,6 +762,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 				continue
 			}
 			info = &Info{ID: id, Head: r.Hash, Err: err}
+		}
+		if info.Parent != nil && !opts.Children {
+			continue
 		}
 		if rh, ok := runs[id]; ok && info.Err == nil {
 			if info.Run, err = e.ReadRun(ctx, rh); err != nil {

@@ -30,13 +30,35 @@ type InfoJSON struct {
 // ShowJSON is `thread show --json`: a list element and more. Every field is
 // always present; lastFailure and origin.thread are null when there is
 // none.
+//
+// A branch thread also has parent (the call it runs under), and a thread
+// in a call (its branches running, failed or suspended) branches; both are
+// absent otherwise.
 type ShowJSON struct {
 	InfoJSON
 	Prompt      string       `json:"prompt"`
 	Origin      OriginJSON   `json:"origin"`
 	LastFailure *FailureJSON `json:"lastFailure"`
 	// RunRecord is its run record (runs/<id>), null when its run is none.
-	RunRecord *RunJSON `json:"runRecord"`
+	RunRecord *RunJSON     `json:"runRecord"`
+	Parent    *ParentJSON  `json:"parent,omitempty"`
+	Branches  []BranchJSON `json:"branches,omitempty"`
+}
+
+// ParentJSON is the call a branch thread runs under, in [ShowJSON].
+type ParentJSON struct {
+	Thread string   `json:"thread"` // "" if its log no longer says
+	Call   cas.Hash `json:"call"`
+	Key    string   `json:"key"`
+}
+
+// BranchJSON is a branch of the call a thread is in, in [ShowJSON].
+type BranchJSON struct {
+	Key    string   `json:"key"`
+	Role   string   `json:"role,omitempty"`
+	Thread string   `json:"thread"`
+	Head   cas.Hash `json:"head,omitzero"`
+	Status string   `json:"status"`
 }
 
 // RunJSON is a thread's run record, in [ShowJSON] and `uwf worker`'s
@@ -101,6 +123,12 @@ func (info *Info) ShowJSON() ShowJSON {
 	if o.ForkThread != "" {
 		t.Origin.Thread = &o.ForkThread
 	}
+	if p := info.Parent; p != nil {
+		t.Parent = &ParentJSON{Thread: p.Thread, Call: p.Call, Key: p.Key}
+	}
+	for _, b := range info.Branches {
+		t.Branches = append(t.Branches, BranchJSON{Key: b.Key, Role: b.Role, Thread: b.Thread, Head: b.Head, Status: b.Status})
+	}
 	if f := info.LastFailure; f != nil {
 		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
 	}
@@ -118,6 +146,7 @@ type EntryJSON struct {
 	Mark   string   `json:"mark,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Time   int64    `json:"time,omitempty"`
+	Mode   string   `json:"mode,omitempty"` // a call's or join's: child, parallel or race
 }
 
 // JSON returns the entry as `thread steps --json` lists it.
@@ -128,6 +157,10 @@ func (n *StepEntry) JSON() EntryJSON {
 		en.Role, en.Agent, en.Time = n.Step.Role, n.Step.Agent, n.Step.CompletedAt
 	case KindMark:
 		en.Mark, en.Reason, en.Time = n.Mark.Mark, n.Mark.Reason, n.Mark.At
+	case KindCall:
+		en.Role, en.Mode, en.Time = n.Call.Role, n.Call.Mode, n.Call.At
+	case KindJoin:
+		en.Role, en.Time = n.Join.Role, n.Join.At
 	}
 	return en
 }

@@ -15,6 +15,8 @@ const (
 	KindStart = "start"
 	KindStep  = "step"
 	KindMark  = "mark"
+	KindCall  = "call" // a call: branches started by a child role or a stage (format version 2)
+	KindJoin  = "join" // the end of a call: routing goes on from it (format version 2)
 )
 
 // Marks (SPEC §5).
@@ -23,6 +25,10 @@ const (
 	MarkKilled    = "killed"
 	MarkSuspended = "suspended"
 	MarkResumed   = "resumed"
+	// MarkCancelled is a branch cancelled by its call (a race lost, a
+	// stage timed out, its parent killed): a cancelled node, format
+	// version 2.
+	MarkCancelled = "cancelled"
 )
 
 // Statuses of a thread, read from its head.
@@ -31,17 +37,34 @@ const (
 	StatusDone      = MarkDone
 	StatusKilled    = MarkKilled
 	StatusSuspended = MarkSuspended
+	StatusCancelled = MarkCancelled
 )
 
 // MaxSkip is the number of skip pointers a chain node may carry: the
 // ancestors at distance 2, 4, ..., 2^MaxSkip.
 const MaxSkip = 10
 
-// Start is the payload of a start node: the root of a thread.
+// Start is the payload of a start node: the root of a thread. A branch
+// thread's start (a child-start node, format version 2) also names its
+// call and key, and for a stage's branch the one role it runs.
 type Start struct {
 	Workflow cas.Hash // the workflow node
-	Prompt   string   // the user's prompt
+	Prompt   string   // the user's prompt; a branch's task
 	Cwd      string   // the working folder agents run in
+	Call     cas.Hash // the call on the parent's chain; zero for a thread of its own
+	Key      string   // the branch key under the call
+	Role     string   // a stage's branch: the one role it runs; "" runs the workflow
+}
+
+// IsChild reports whether s starts a branch thread (a child-start node).
+func (s *Start) IsChild() bool { return !s.Call.IsZero() }
+
+// schema returns the type of s's node.
+func (s *Start) schema() cas.Hash {
+	if s.IsChild() {
+		return cas.ChildStartSchema
+	}
+	return cas.StartSchema
 }
 
 // Chain holds the fields every step and mark node has.
@@ -70,6 +93,53 @@ type Mark struct {
 	Reason string   // why, or the text a human gave on resume
 	At     int64    // Unix ms
 	Detail cas.Hash // the agent run that asked to suspend; zero if none
+}
+
+// schema returns the type of m's node: a cancelled mark is a node of its
+// own kind (format version 2).
+func (m *Mark) schema() cas.Hash {
+	if m.Mark == MarkCancelled {
+		return cas.CancelledSchema
+	}
+	return cas.MarkSchema
+}
+
+// Call is the payload of a call node: the branches a child role or a stage
+// starts, committed on the parent's chain before any of them runs.
+type Call struct {
+	Chain
+	Role        string   // the role or stage stepped
+	Mode        string   // registry.ModeChild, ModeParallel or ModeRace
+	Workflow    cas.Hash // the child workflow (mode child); zero for a stage
+	Branches    []Branch
+	TimeoutMs   int64 // the stage's timeout; 0: none
+	Concurrency int   // branches run at once; 0: all
+	At          int64 // Unix ms
+}
+
+// Branch is one branch of a call.
+type Branch struct {
+	Key    string // unique under the call: the role's or member's name
+	Role   string // the member a stage's branch runs; "" for a child workflow
+	Prompt string // the branch's task: the edge prompt
+}
+
+// Join is the payload of a join node: the end of a call, with an edge to
+// every branch's final head and the role's output.
+type Join struct {
+	Chain
+	Call     cas.Hash
+	Role     string
+	Output   cas.Hash // typed by the role's schema
+	Branches []JoinBranch
+	At       int64 // Unix ms
+}
+
+// JoinBranch is a branch as its call settled it.
+type JoinBranch struct {
+	Key    string
+	Head   cas.Hash // the branch thread's final head
+	Status string   // done or cancelled
 }
 
 // Detail is the payload of a detail node: one agent run.
@@ -183,6 +253,8 @@ type Node struct {
 	Start *Start
 	Step  *Step
 	Mark  *Mark
+	Call  *Call
+	Join  *Join
 }
 
 // Depth returns the node's depth: 0 for a start node.
@@ -192,8 +264,24 @@ func (n *Node) Depth() int {
 		return n.Step.Depth
 	case n.Mark != nil:
 		return n.Mark.Depth
+	case n.Call != nil:
+		return n.Call.Depth
+	case n.Join != nil:
+		return n.Join.Depth
 	}
 	return 0
+}
+
+// routed returns the role and output routing goes on from, for a step or
+// a join; ok is false for other nodes.
+func (n *Node) routed() (role string, output cas.Hash, ok bool) {
+	switch {
+	case n.Step != nil:
+		return n.Step.Role, n.Step.Output, true
+	case n.Join != nil:
+		return n.Join.Role, n.Join.Output, true
+	}
+	return "", 0, false
 }
 
 // Chain returns the chain fields of a step or mark node; nil for a start.
@@ -203,6 +291,10 @@ func (n *Node) Chain() *Chain {
 		return &n.Step.Chain
 	case n.Mark != nil:
 		return &n.Mark.Chain
+	case n.Call != nil:
+		return &n.Call.Chain
+	case n.Join != nil:
+		return &n.Join.Chain
 	}
 	return nil
 }
@@ -246,7 +338,14 @@ func chainPayload(c *Chain, m map[string]any) map[string]any {
 
 // Payload returns the start node's payload as plain JSON values.
 func (s *Start) Payload() map[string]any {
-	return map[string]any{"workflow": s.Workflow.String(), "prompt": s.Prompt, "cwd": s.Cwd}
+	p := map[string]any{"workflow": s.Workflow.String(), "prompt": s.Prompt, "cwd": s.Cwd}
+	if s.IsChild() {
+		p["call"], p["key"] = s.Call.String(), s.Key
+		if s.Role != "" {
+			p["role"] = s.Role
+		}
+	}
+	return p
 }
 
 // Payload returns the step node's payload as plain JSON values.
@@ -259,11 +358,47 @@ func (s *Step) Payload() map[string]any {
 
 // Payload returns the mark node's payload as plain JSON values.
 func (m *Mark) Payload() map[string]any {
+	if m.Mark == MarkCancelled {
+		return chainPayload(&m.Chain, map[string]any{"reason": m.Reason, "at": float64(m.At)})
+	}
 	p := chainPayload(&m.Chain, map[string]any{"mark": m.Mark, "reason": m.Reason, "at": float64(m.At)})
 	if !m.Detail.IsZero() {
 		p["detail"] = m.Detail.String()
 	}
 	return p
+}
+
+// Payload returns the call node's payload as plain JSON values.
+func (c *Call) Payload() map[string]any {
+	bs := make([]any, len(c.Branches))
+	for i, b := range c.Branches {
+		m := map[string]any{"key": b.Key, "prompt": b.Prompt}
+		if b.Role != "" {
+			m["role"] = b.Role
+		}
+		bs[i] = m
+	}
+	p := chainPayload(&c.Chain, map[string]any{"role": c.Role, "mode": c.Mode, "branches": bs, "at": float64(c.At)})
+	if !c.Workflow.IsZero() {
+		p["workflow"] = c.Workflow.String()
+	}
+	if c.TimeoutMs > 0 {
+		p["timeoutMs"] = float64(c.TimeoutMs)
+	}
+	if c.Concurrency > 0 {
+		p["concurrency"] = float64(c.Concurrency)
+	}
+	return p
+}
+
+// Payload returns the join node's payload as plain JSON values.
+func (j *Join) Payload() map[string]any {
+	bs := make([]any, len(j.Branches))
+	for i, b := range j.Branches {
+		bs[i] = map[string]any{"key": b.Key, "head": b.Head.String(), "status": b.Status}
+	}
+	return chainPayload(&j.Chain, map[string]any{"call": j.Call.String(), "role": j.Role, "output": j.Output.String(),
+		"branches": bs, "at": float64(j.At)})
 }
 
 // Node returns the detail as a node: a detail-session node
@@ -383,6 +518,22 @@ func (f *fields) int(key string) int64 {
 	return int64(x)
 }
 
+// objects reads an array of objects.
+func (f *fields) objects(key string) []any {
+	v, ok := f.m[key].([]any)
+	if !ok && f.m[key] != nil {
+		f.fail(key, "an array")
+	}
+	return v
+}
+
+// take keeps the first error of a nested object's fields.
+func (f *fields) take(g *fields) {
+	if f.err == nil {
+		f.err = g.err
+	}
+}
+
 func (f *fields) chain() Chain {
 	return Chain{Start: f.hash("start"), Prev: f.hash("prev"), Skip: f.hashes("skip"), Depth: int(f.int("depth"))}
 }
@@ -403,8 +554,34 @@ func DecodeNode(h cas.Hash, n cas.Node) (*Node, error) {
 	case cas.MarkSchema:
 		out.Kind = KindMark
 		out.Mark = &Mark{Chain: f.chain(), Mark: f.str("mark"), Reason: f.str("reason"), At: f.int("at"), Detail: f.hash("detail")}
+	case cas.ChildStartSchema:
+		out.Kind = KindStart
+		out.Start = &Start{Workflow: f.hash("workflow"), Prompt: f.str("prompt"), Cwd: f.str("cwd"),
+			Call: f.hash("call"), Key: f.str("key"), Role: f.str("role")}
+	case cas.CancelledSchema:
+		out.Kind = KindMark
+		out.Mark = &Mark{Chain: f.chain(), Mark: MarkCancelled, Reason: f.str("reason"), At: f.int("at")}
+	case cas.CallSchema:
+		out.Kind = KindCall
+		c := &Call{Chain: f.chain(), Role: f.str("role"), Mode: f.str("mode"), Workflow: f.hash("workflow"),
+			TimeoutMs: f.int("timeoutMs"), Concurrency: int(f.int("concurrency")), At: f.int("at")}
+		for _, bm := range f.objects("branches") {
+			b := newFields(bm)
+			c.Branches = append(c.Branches, Branch{Key: b.str("key"), Role: b.str("role"), Prompt: b.str("prompt")})
+			f.take(b)
+		}
+		out.Call = c
+	case cas.JoinSchema:
+		out.Kind = KindJoin
+		j := &Join{Chain: f.chain(), Call: f.hash("call"), Role: f.str("role"), Output: f.hash("output"), At: f.int("at")}
+		for _, bm := range f.objects("branches") {
+			b := newFields(bm)
+			j.Branches = append(j.Branches, JoinBranch{Key: b.str("key"), Head: b.hash("head"), Status: b.str("status")})
+			f.take(b)
+		}
+		out.Join = j
 	default:
-		return nil, fmt.Errorf("%s: %w: not a start, step or mark node (type %s)", h, cas.ErrInvalid, n.Type)
+		return nil, fmt.Errorf("%s: %w: not a start, step, mark, call or join node (type %s)", h, cas.ErrInvalid, n.Type)
 	}
 	if f.err != nil {
 		return nil, fmt.Errorf("%s: %w", h, f.err)

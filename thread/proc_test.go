@@ -128,6 +128,9 @@ func commitStep(ctx context.Context, e *thread.Engine, id string, h cas.Hash, ro
 // helper is a child process: args are the store dir, the thread id and a
 // count ("forever" to loop until killed). It prints "wins losses".
 func helper(mode string, args []string) error {
+	if mode == "compose" {
+		return composeHelper(args)
+	}
 	ctx := context.Background()
 	d := disk.DurabilityNone
 	if mode == "crash" {

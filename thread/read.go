@@ -108,7 +108,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		fetch.fetch(ctx, fetchedTo, nil, nil)
 	}
 	for n := from; n != nil; {
-		s, err := e.renderEntry(ctx, n, get)
+		s, err := e.renderEntry(ctx, id, n, get)
 		if err != nil {
 			return nil, err
 		}
@@ -175,11 +175,25 @@ func prevOf(n *Node) cas.Hash {
 func ms(t int64) string { return time.UnixMilli(t).UTC().Format(time.RFC3339) }
 
 // renderEntry renders one chain node as a markdown section.
-func (e *Engine) renderEntry(ctx context.Context, n *Node, get func(cas.Hash) (cas.Node, error)) (string, error) {
+func (e *Engine) renderEntry(ctx context.Context, id string, n *Node, get func(cas.Hash) (cas.Node, error)) (string, error) {
 	var b strings.Builder
 	switch n.Kind {
 	case KindStart:
 		fmt.Fprintf(&b, "## 0 · start\n\n%s\n", strings.TrimSpace(n.Start.Prompt))
+	case KindCall:
+		c := n.Call
+		fmt.Fprintf(&b, "## %d · %s · call (%s) · %s\n", c.Depth, c.Role, c.Mode, ms(c.At))
+		if len(c.Branches) > 0 && strings.TrimSpace(c.Branches[0].Prompt) != "" {
+			b.WriteString("\n> " + strings.ReplaceAll(strings.TrimSpace(c.Branches[0].Prompt), "\n", "\n> ") + "\n")
+		}
+		b.WriteString("\n")
+		for _, br := range c.Branches {
+			fmt.Fprintf(&b, "- branch %s: thread %s\n", br.Key, ChildID(id, n.Hash, c.At, br.Key))
+		}
+	case KindJoin:
+		if err := e.renderJoin(ctx, id, n, get, &b); err != nil {
+			return "", err
+		}
 	case KindMark:
 		m := n.Mark
 		fmt.Fprintf(&b, "## %d · %s · %s\n", m.Depth, m.Mark, ms(m.At))
@@ -218,6 +232,71 @@ func (e *Engine) renderEntry(ctx context.Context, n *Node, get func(cas.Hash) (c
 		}
 	}
 	return b.String(), nil
+}
+
+// maxBranchLines bounds the lines a join shows of each branch (its newest
+// chain nodes).
+const maxBranchLines = 12
+
+// renderJoin renders a join: the role's output, then each branch inline
+// and collapsed, a line per step of its thread, with how to read it whole.
+func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(cas.Hash) (cas.Node, error), b *strings.Builder) error {
+	j := n.Join
+	cn, err := get(j.Call)
+	if err != nil {
+		return fmt.Errorf("join %s: call: %w", n.Hash, err)
+	}
+	call, err := DecodeNode(j.Call, cn)
+	if err != nil || call.Call == nil {
+		return fmt.Errorf("join %s: call %s: %w", n.Hash, j.Call, cas.ErrInvalid)
+	}
+	fmt.Fprintf(b, "## %d · %s · join of %d branch(es) (%s) · %s\n", j.Depth, j.Role, len(j.Branches), call.Call.Mode, ms(j.At))
+	on, err := get(j.Output)
+	if err != nil {
+		return fmt.Errorf("join %s: output: %w", n.Hash, err)
+	}
+	fmt.Fprintf(b, "\n%s\n\n", moderator.Text(on.Payload))
+	for _, br := range j.Branches {
+		cid := ChildID(id, j.Call, call.Call.At, br.Key)
+		fmt.Fprintf(b, "- branch %s (%s): thread %s, head %s; read it whole: uwf thread read %s\n", br.Key, br.Status, cid, br.Head, cid)
+		var lines []string
+		more := 0 // earlier nodes not shown: the reading stays bounded however long the branch
+		for cn, err := range e.NewestFirst(ctx, br.Head) {
+			if err != nil {
+				return fmt.Errorf("join %s: branch %s: %w", n.Hash, br.Key, err)
+			}
+			if len(lines) == maxBranchLines {
+				more = cn.Depth()
+				break
+			}
+			line := ""
+			switch {
+			case cn.Step != nil:
+				line = fmt.Sprintf("%d · %s · agent %s", cn.Step.Depth, cn.Step.Role, cn.Step.Agent)
+				if out, err := get(cn.Step.Output); err == nil {
+					if st := outputStatus(out.Payload); st != "" {
+						line += " · " + st
+					}
+				}
+			case cn.Mark != nil:
+				line = fmt.Sprintf("%d · %s", cn.Mark.Depth, cn.Mark.Mark)
+			case cn.Call != nil:
+				line = fmt.Sprintf("%d · %s · call (%s)", cn.Call.Depth, cn.Call.Role, cn.Call.Mode)
+			case cn.Join != nil:
+				line = fmt.Sprintf("%d · %s · join", cn.Join.Depth, cn.Join.Role)
+			}
+			if line != "" {
+				lines = append(lines, "  - "+line)
+			}
+		}
+		if more > 0 {
+			fmt.Fprintf(b, "  - (%d earlier entries: read it whole)\n", more)
+		}
+		for _, l := range slices.Backward(lines) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return nil
 }
 
 // workflowName reads a workflow node's name; the hash if it cannot.

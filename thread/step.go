@@ -67,6 +67,9 @@ type RunOptions struct {
 	Secrets []string
 	// Progress, if set, is called as the step loop goes.
 	Progress func(Event)
+	// BranchLease configures the leases the branches of a call run
+	// under (composition); nil means the defaults.
+	BranchLease *LeaseOptions
 }
 
 // Event types of [Event].
@@ -78,6 +81,7 @@ const (
 	EventLimit     = "limit"     // the step limit (maxSteps) was reached: the thread was suspended
 	EventFailed    = "failed"    // a step failed and moved nothing
 	EventRetry     = "retry"     // the agent is asked again after an extraction failure
+	EventCall      = "call"      // a call was committed: its branches start (composition)
 )
 
 // Event reports progress of the step loop.
@@ -94,6 +98,9 @@ type Event struct {
 	Error   string        `json:"error,omitempty"`
 	Reason  string        `json:"reason,omitempty"`
 	Limit   int           `json:"limit,omitempty"` // the step limit, for a limit event
+	// Branch is set for an event of a branch thread of a call: its key
+	// (keys joined by "/" for nested branches); Thread is the branch's.
+	Branch string `json:"branch,omitempty"`
 }
 
 // StepResult is what one cycle of [Engine.Step] did.
@@ -174,7 +181,8 @@ func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow,
 type position struct {
 	head     *Node
 	start    *Node
-	lastStep *Node  // the newest step; nil if none since the start
+	lastStep *Node  // the newest step or join; nil if none since the start
+	call     *Node  // the call the thread is in (not yet joined); nil if none
 	resume   string // resumed texts since the last step, oldest first
 }
 
@@ -187,8 +195,12 @@ func (e *Engine) locate(ctx context.Context, head *Node) (*position, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n.Kind == KindStep {
+		if _, _, ok := n.routed(); ok {
 			p.lastStep = n
+			break
+		}
+		if n.Kind == KindCall {
+			p.call = n
 			break
 		}
 		if n.Kind == KindMark && n.Mark.Mark == MarkResumed && n.Mark.Reason != "" {
@@ -341,6 +353,9 @@ func (e *Engine) checkAgents(ctx context.Context, wf *registry.Workflow, cwd str
 	}
 	checked := map[string]bool{}
 	for _, role := range slices.Sorted(maps.Keys(wf.Roles)) {
+		if wf.Roles[role].Mode() != "" {
+			continue // run by a child workflow or a stage's members, not an agent
+		}
 		name, spec, err := agent.Resolve(opts.Config, wf.Name, role, opts.Agent)
 		if err != nil {
 			return fmt.Errorf("role %s: %w", role, err)
@@ -477,15 +492,28 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		return nil, err
 	}
 	wf := lw.wf
+	if pos.call != nil {
+		// In a call (after a crash, a failed branch or a suspension):
+		// go on with its branches.
+		return e.runCall(ctx, id, head, pos, lw, opts)
+	}
 	var d moderator.Decision
-	if pos.lastStep == nil {
+	switch {
+	case pos.start.Start.Role != "":
+		// A stage's branch runs its one role, then ends.
+		d = moderator.Decision{From: moderator.Start, Status: moderator.StatusNew, Role: pos.start.Start.Role, Prompt: pos.start.Start.Prompt}
+		if pos.lastStep != nil {
+			d = moderator.Decision{Role: moderator.End}
+		}
+	case pos.lastStep == nil:
 		d, err = moderator.RouteStart(wf.Graph)
-	} else {
-		out, gerr := e.repo.Get(ctx, pos.lastStep.Step.Output)
+	default:
+		role, output, _ := pos.lastStep.routed()
+		out, gerr := e.repo.Get(ctx, output)
 		if gerr != nil {
 			return nil, fmt.Errorf("thread %s: output of %s: %w", id, pos.lastStep.Hash, gerr)
 		}
-		d, err = moderator.Route(wf.Graph, pos.lastStep.Step.Role, out.Payload)
+		d, err = moderator.Route(wf.Graph, role, out.Payload)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: route: %w", id, err)
@@ -528,6 +556,9 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			e.progress(opts, Event{Type: EventLimit, Thread: id, Depth: head.Depth() + 1, Head: h, Reason: reason, Limit: limit})
 			return &StepResult{Thread: id, Kind: EventLimit, Head: h, Depth: head.Depth() + 1, Reason: reason}, nil
 		}
+	}
+	if r := wf.Roles[d.Role]; r != nil && r.Mode() != "" {
+		return e.call(ctx, id, head, pos, lw, d, opts)
 	}
 	return e.runRole(ctx, id, head, pos, lw, d, opts, began)
 }
@@ -853,6 +884,12 @@ func (t threads) Recorded(ctx context.Context, id string) (string, []agent.Recor
 	for n, err := range e.OldestFirst(ctx, head) {
 		if err != nil {
 			return "", nil, err
+		}
+		if n.Kind == KindJoin {
+			// A join counts as its role's step: keep the indexes of the
+			// steps after it (its branches replay from their own threads).
+			steps = append(steps, agent.Recorded{Role: n.Join.Role})
+			continue
 		}
 		if n.Kind != KindStep {
 			continue

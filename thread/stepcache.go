@@ -75,6 +75,8 @@ func linkOf(n *Node) link {
 	switch {
 	case n.Step != nil:
 		l.step, l.role = true, n.Step.Role
+	case n.Join != nil:
+		l.step, l.role = true, n.Join.Role // a join counts as its role's step
 	case n.Mark != nil:
 		l.resumed = n.Mark.Mark == MarkResumed
 	}

@@ -116,10 +116,10 @@ func (e *Engine) Steps(ctx context.Context, id string) iter.Seq2[*StepEntry, err
 				return
 			}
 			en := &StepEntry{Node: n}
-			if n.Step != nil {
-				out, err := e.repo.Get(ctx, n.Step.Output)
+			if _, output, ok := n.routed(); ok { // a step, or a join
+				out, err := e.repo.Get(ctx, output)
 				if err != nil {
-					yield(nil, fmt.Errorf("step %s: output %s: %w", n.Hash, n.Step.Output, err))
+					yield(nil, fmt.Errorf("%s %s: output %s: %w", n.Kind, n.Hash, output, err))
 					return
 				}
 				en.Status = outputStatus(out.Payload)

@@ -23,9 +23,11 @@ func demoCommand() *cli.Command {
 		Description: `In --home (without --home or UWF_HOME, in a fresh temporary home whose path
 it prints): registers examples/review-loop.yaml, runs a thread to $END with
 the synth agent (which rejects once, so the review loop turns), prints the
-thread, forks it at depth 2 and steps the fork to its end, then runs "cas gc
---dry-run" and "cas fsck". Every part is labelled with the command that
-does the same.`,
+thread, forks it at depth 2 and steps the fork to its end; then registers
+examples/parallel-review.yaml (two planners in a race, two reviewers in
+parallel, each branch a child thread) and runs and reads a thread of it;
+then runs "cas gc --dry-run" and "cas fsck". Every part is labelled with the
+command that does the same.`,
 		Action: withSession(func(c *cli.Context, s *session) error {
 			if err := wantArgs(c, 0, 0, ""); err != nil {
 				return err
@@ -122,6 +124,32 @@ func runDemo(ctx context.Context, w io.Writer, s *session) error {
 	if err != nil {
 		return err
 	}
+
+	label("uwf workflow put examples/parallel-review.yaml")
+	if data, err = examples.FS.ReadFile("parallel-review.yaml"); err != nil {
+		return err
+	}
+	if wf, err = registry.Parse("examples/parallel-review.yaml", data); err != nil {
+		return err
+	}
+	pres, err := e.Registry().Put(ctx, wf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s %s\n", pres.Hash, pres.Name)
+	label("uwf thread run parallel-review -p %q --agent synth", prompt)
+	pid, rs, err := runWithProgress(ctx, e, pr, pres.Hash, prompt, cwd, opts)
+	if err == nil {
+		err = limitOutcome(pid, rs)
+	}
+	if err != nil {
+		return err
+	}
+	label("uwf thread read %s", pid)
+	if r, err = e.Read(ctx, pid, thread.ReadOptions{}); err != nil {
+		return err
+	}
+	io.WriteString(w, r.Text)
 
 	label("uwf thread list")
 	if err := runThreadList(ctx, w, s, thread.ListOptions{Limit: 5}, true); err != nil {

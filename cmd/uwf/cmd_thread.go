@@ -786,7 +786,12 @@ func (p *progressPrinter) event(ev thread.Event) {
 	}
 	p.running = nil
 	elapsed := ev.Elapsed.Round(time.Millisecond)
+	if ev.Branch != "" { // an event of a branch thread of a call
+		fmt.Fprintf(p.w, "  [%s] ", ev.Branch)
+	}
 	switch ev.Type {
+	case thread.EventCall:
+		fmt.Fprintf(p.w, "%d %s: call (%s) -> %s\n", ev.Depth, ev.Role, ev.Agent, ev.Head)
 	case thread.EventStep:
 		fmt.Fprintf(p.w, "%d %s (%s) %s -> %s %s\n", ev.Depth, ev.Role, ev.Agent, ev.Status, ev.Head, elapsed)
 	case thread.EventRetry:
@@ -878,6 +883,12 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	if sum := sessionSummary(ctx, repo, lastDetail); sum != "" {
 		fmt.Fprintf(bw, "session:  %s (depth %d)\n", sum, last.Depth())
 	}
+	if p := info.Parent; p != nil {
+		fmt.Fprintf(bw, "parent:   %s, branch %s of call %s\n", p.Thread, p.Key, p.Call)
+	}
+	for _, b := range info.Branches {
+		fmt.Fprintf(bw, "branch:   %s: thread %s, %s\n", b.Key, b.Thread, b.Status)
+	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
 			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(userMessage(f.Error)), info.FailureHash, f.Detail)
@@ -952,6 +963,9 @@ func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.Lis
 		bw := bufio.NewWriter(w)
 		for _, info := range infos {
 			fmt.Fprintf(bw, "%s %-9s %-8s %4d %s %s\n", info.ID, info.Status, thread.RunState(info.Run), info.Depth, info.WorkflowName, info.Created.Format(time.RFC3339))
+			for _, b := range info.Branches { // a thread in a call: its branches under it
+				fmt.Fprintf(bw, "  branch %s: %s %s\n", b.Key, b.Thread, b.Status)
+			}
 		}
 		err = bw.Flush()
 	}
@@ -1002,6 +1016,10 @@ func runThreadSteps(ctx context.Context, w io.Writer, s *session, arg string) er
 				fmt.Fprintf(bw, "%d %s step %s (%s) %s\n", en.Depth, en.Hash, en.Role, en.Agent, en.Status)
 			case thread.KindMark:
 				fmt.Fprintf(bw, "%d %s mark %s %s\n", en.Depth, en.Hash, en.Mark, oneLine(en.Reason))
+			case thread.KindCall:
+				fmt.Fprintf(bw, "%d %s call %s (%s)\n", en.Depth, en.Hash, en.Role, en.Mode)
+			case thread.KindJoin:
+				fmt.Fprintf(bw, "%d %s join %s %s\n", en.Depth, en.Hash, en.Role, en.Status)
 			}
 		}
 		first = false
@@ -1155,6 +1173,8 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 			New     string   `json:"new"`
 			Error   string   `json:"error,omitempty"`
 			Invalid bool     `json:"invalid"`
+			Branch  string   `json:"branch,omitempty"` // inside a branch thread: its key
+			Thread  string   `json:"thread,omitempty"` // and its id
 		}
 		out := struct {
 			Thread     string   `json:"thread"`
@@ -1163,13 +1183,16 @@ func runThreadReplay(ctx context.Context, w io.Writer, s *session, arg, wfArg st
 			Divergence *div     `json:"divergence"`
 		}{rep.Thread, rep.Workflow, rep.Steps, nil}
 		if d != nil {
-			out.Divergence = &div{d.Depth, d.After, d.From, d.Status, d.Old, d.New, d.Error, d.Invalid}
+			out.Divergence = &div{d.Depth, d.After, d.From, d.Status, d.Old, d.New, d.Error, d.Invalid, d.Branch, d.Thread}
 		}
 		if err := writeJSON(w, out); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(w, "thread %s under workflow %s: %d steps replayed\n", rep.Thread, rep.Workflow, rep.Steps)
+		if d != nil && d.Branch != "" {
+			fmt.Fprintf(w, "in branch %s (thread %s): ", d.Branch, d.Thread)
+		}
 		switch {
 		case d == nil:
 			fmt.Fprintln(w, "no divergence: routing reaches every recorded step")

@@ -20,9 +20,12 @@ var demoParts = []string{
 	"== 3. uwf thread run review-loop -p ",
 	"== 4. uwf thread read ",
 	"== 5. uwf thread fork ",
-	"== 6. uwf thread list\n",
-	"== 7. uwf cas gc --dry-run\n",
-	"== 8. uwf cas fsck\n",
+	"== 6. uwf workflow put examples/parallel-review.yaml\n",
+	"== 7. uwf thread run parallel-review -p ",
+	"== 8. uwf thread read ",
+	"== 9. uwf thread list\n",
+	"== 10. uwf cas gc --dry-run\n",
+	"== 11. uwf cas fsck\n",
 }
 
 var demoThread = regexp.MustCompile(`(?m)^== 4\. uwf thread read ([0-9A-Z]{26})$`)
@@ -46,6 +49,8 @@ func checkDemo(t *testing.T, e *env, out string) {
 		"would delete:       0\n",                         // nothing to collect
 		": 0 problems\n",                                  // fsck is clean
 		"## 0 · start\n\nAdd a --json flag to the report", // the thread as read
+		"· review · join of 2 branch(es) (parallel) ·",    // the parallel stage, read
+		"- branch security-reviewer (done): thread ",      // a branch inline
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("uwf demo: output lacks %q:\n%s", want, out)
@@ -60,13 +65,13 @@ func checkDemo(t *testing.T, e *env, out string) {
 	}
 	var list []struct{ ID, Status string }
 	e.okJSON(&list, "thread", "list")
-	if len(list) != 2 || list[0].Status != "done" || list[1].Status != "done" {
-		t.Errorf("after uwf demo, thread list = %+v; want the thread and its fork, both done", list)
+	if len(list) != 3 || list[0].Status != "done" || list[1].Status != "done" || list[2].Status != "done" {
+		t.Errorf("after uwf demo, thread list = %+v; want the thread, its fork and the parallel-review thread (not its branches), all done", list)
 	}
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Errorf("fsck after uwf demo: %q", out)
 	}
-	if out := e.ok("", "workflow", "list"); !strings.HasPrefix(out, "review-loop ") {
+	if out := e.ok("", "workflow", "list"); !strings.HasPrefix(out, "parallel-review ") || !strings.Contains(out, "\nreview-loop ") {
 		t.Errorf("workflow list after uwf demo: %q", out)
 	}
 }

@@ -473,7 +473,7 @@ func TestThreadListUnknownKind(t *testing.T) {
 			t.Errorf("uwf %s: %v\nwant exit 0 listing %s only", strings.Join(args, " "), r, good)
 		}
 		want := "uwf: thread " + bad + " skipped: "
-		if !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "not a start, step or mark node") || strings.Count(r.stderr, "\n") != 1 {
+		if !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "not a start, step, mark, call or join node") || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("uwf %s: stderr %q, want one line %q naming why", strings.Join(args, " "), r.stderr, want+"...")
 		}
 	}

@@ -186,6 +186,16 @@ type entry struct {
 
 	Mark, Reason string // a mark
 	At           time.Time
+
+	Branches []branchColumn // a call's or join's branches, drawn side by side
+}
+
+// branchColumn is one branch of a call or join, as the timeline draws it:
+// its thread and a line per chain node, oldest first.
+type branchColumn struct {
+	Key, Thread, Status string
+	Head                cas.Hash
+	Lines               []string
 }
 
 type threadPage struct {
@@ -339,6 +349,47 @@ func (h *Handler) entry(ctx context.Context, n *thread.Node) (*entry, error) {
 			body = b
 		}
 		e.Body = RenderMarkdown(body)
+	case n.Call != nil:
+		e.Role, e.Agent, e.At = n.Call.Role, n.Call.Mode, time.UnixMilli(n.Call.At)
+		if len(n.Call.Branches) > 0 {
+			e.EdgePrompt = n.Call.Branches[0].Prompt
+		}
+		for _, b := range n.Call.Branches {
+			e.Branches = append(e.Branches, branchColumn{Key: b.Key})
+		}
+	case n.Join != nil:
+		// A join: its role's output (the branches' outputs, for a stage).
+		e.Role, e.Output, e.At = n.Join.Role, n.Join.Output, time.UnixMilli(n.Join.At)
+		if cn, err := h.eng.Node(ctx, n.Join.Call); err == nil && cn.Call != nil {
+			e.Agent = cn.Call.Mode
+		}
+		out, err := h.eng.Repo().Get(ctx, n.Join.Output)
+		if err != nil {
+			return nil, fmt.Errorf("join %s: output: %w", n.Hash, err)
+		}
+		e.Fields, e.OutputJSON = fields(out.Payload), pretty(out.Payload)
+		if m, ok := out.Payload.(map[string]any); ok {
+			e.Status, _ = m["status"].(string)
+		}
+		for _, b := range n.Join.Branches {
+			col := branchColumn{Key: b.Key, Status: b.Status, Head: b.Head}
+			for bn, err := range h.eng.OldestFirst(ctx, b.Head) {
+				if err != nil {
+					return nil, fmt.Errorf("join %s: branch %s: %w", n.Hash, b.Key, err)
+				}
+				switch {
+				case bn.Step != nil:
+					col.Lines = append(col.Lines, fmt.Sprintf("#%d %s · %s", bn.Step.Depth, bn.Step.Role, bn.Step.Agent))
+				case bn.Mark != nil:
+					col.Lines = append(col.Lines, fmt.Sprintf("#%d %s", bn.Mark.Depth, bn.Mark.Mark))
+				case bn.Call != nil:
+					col.Lines = append(col.Lines, fmt.Sprintf("#%d %s · call (%s)", bn.Call.Depth, bn.Call.Role, bn.Call.Mode))
+				case bn.Join != nil:
+					col.Lines = append(col.Lines, fmt.Sprintf("#%d %s · join", bn.Join.Depth, bn.Join.Role))
+				}
+			}
+			e.Branches = append(e.Branches, col)
+		}
 	}
 	return e, nil
 }
@@ -422,12 +473,18 @@ func (h *Handler) nextRole(ctx context.Context, info *thread.Info, wf *registry.
 	switch {
 	case n.Start != nil:
 		d, err = moderator.RouteStart(wf.Graph)
-	case n.Step != nil:
-		out, gerr := h.eng.Repo().Get(ctx, n.Step.Output)
+	case n.Step != nil || n.Join != nil:
+		role, output := "", cas.Hash(0)
+		if n.Step != nil {
+			role, output = n.Step.Role, n.Step.Output
+		} else {
+			role, output = n.Join.Role, n.Join.Output
+		}
+		out, gerr := h.eng.Repo().Get(ctx, output)
 		if gerr != nil {
 			return ""
 		}
-		d, err = moderator.Route(wf.Graph, n.Step.Role, out.Payload)
+		d, err = moderator.Route(wf.Graph, role, out.Payload)
 	default:
 		return ""
 	}

@@ -251,7 +251,10 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	return nil
 }
 
-func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash) (cas.Hash, error) {
+// appendMarkAfter appends a mark to thread id after head; detail is the
+// agent run that asked for it (zero if none), sess that run's session (nil
+// if none).
+func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash, sess *Session) (cas.Hash, error) {
 	c, err := e.next(ctx, head)
 	if err != nil {
 		return 0, err
@@ -262,7 +265,7 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
 	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m})
+		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
 	}
 	if err := e.commit(ctx, id, h, &m.Chain, "mark "+kind); err != nil {
 		return 0, err
@@ -292,7 +295,7 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	if reason == "" {
 		reason = "killed by the user"
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	return e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0, nil)
 }
 
 // Suspend appends a suspended mark with reason, pausing an active thread
@@ -311,7 +314,7 @@ func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, erro
 	if reason == "" {
 		reason = "suspended by the user"
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0)
+	return e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0, nil)
 }
 
 // Resume appends a resumed mark whose reason is text (included in the next
@@ -331,7 +334,7 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 			return 0, fmt.Errorf("resume thread %s: %w: it is already active (give -p to add a note for the next step)", id, ErrNotActive)
 		}
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	return e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0, nil)
 }
 
 // Fork creates a thread whose head is the start, step or mark node from.
@@ -504,6 +507,11 @@ type Info struct {
 	Origin       Origin
 	LastFailure  *Failure // nil if none
 	FailureHash  cas.Hash
+	// Set by [Engine.Show] only:
+	Steps          int         // step nodes on the chain, fork ancestry included
+	Usage          Usage       // the sessions the chain's runs reported, summed
+	LastRun        *SessionRun // the last run's session; nil if it reported none
+	FailureSession *Session    // the last failure's run's session; nil if none
 	// Err, set only by [Engine.List], says why the thread could not be
 	// read: its head or start is a node of a kind this build does not
 	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
@@ -511,13 +519,25 @@ type Info struct {
 	Err error
 }
 
+// SessionRun is the session of a run on a thread's chain, in [Info].
+type SessionRun struct {
+	Node    cas.Hash // the step, or the suspension mark
+	Depth   int
+	Session *Session
+}
+
 // Show reads a thread's status, workflow, depth, head, provenance and last
-// failure.
+// failure, its last run's session and the totals of its runs' sessions.
+// The totals come from the step cache (see [Engine.entry]): a few reads at
+// any depth once the cache holds the thread's entries.
 func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	id, err := ParseID(id)
 	if err != nil {
 		return nil, err
 	}
+	// The head's detail is read for its session and to check the head's
+	// step-cache entry: once.
+	ctx = cas.WithReadMemo(ctx)
 	head, err := e.Head(ctx, id)
 	if err != nil {
 		return nil, err
@@ -544,10 +564,52 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 			return nil, fmt.Errorf("thread %s: last failure %s: %w", id, fh, err)
 		}
 		info.FailureHash = fh
+		info.FailureSession = e.detailSession(ctx, info.LastFailure.Detail)
 	case !errors.Is(err, cas.ErrNotFound):
 		return nil, err
 	}
+	ce, err := e.entry(ctx, hn)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
+	}
+	info.Steps, info.Usage = ce.Steps, ce.Usage
+	// The last run: the head's (a step, or a suspension's agent run), else,
+	// under a mark without one (done, killed, resumed), the step before it.
+	last := hn
+	if hn.Mark != nil && hn.Mark.Detail.IsZero() && !hn.Mark.Prev.IsZero() {
+		if pn, err := e.Node(ctx, hn.Mark.Prev); err == nil && pn.Step != nil {
+			last = pn
+		}
+	}
+	var det cas.Hash
+	switch {
+	case last.Step != nil:
+		det = last.Step.Detail
+	case last.Mark != nil:
+		det = last.Mark.Detail
+	}
+	if s := e.detailSession(ctx, det); s != nil {
+		info.LastRun = &SessionRun{Node: last.Hash, Depth: last.Depth(), Session: s}
+	}
 	return info, nil
+}
+
+// detailSession returns the session the detail node at h records; nil if
+// none: no detail, a detail without a session, or one that cannot be read
+// (Show then shows the rest).
+func (e *Engine) detailSession(ctx context.Context, h cas.Hash) *Session {
+	if h.IsZero() {
+		return nil
+	}
+	n, err := e.repo.Get(ctx, h)
+	if err != nil {
+		return nil
+	}
+	d, err := DecodeDetail(n)
+	if err != nil {
+		return nil
+	}
+	return d.Session
 }
 
 // info reads what List shows of a thread: head, status, depth, workflow.

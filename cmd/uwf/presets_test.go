@@ -203,6 +203,25 @@ func TestPresetRuns(t *testing.T) {
 				if !strings.Contains(tshow, "session:  "+tc.session+" (depth 1)\n") {
 					t.Errorf("thread show lacks the session line %q:\n%s", tc.session, tshow)
 				}
+				// The totals of the one run that reported a session are its
+				// session's, in text and JSON, and --json has the session.
+				if !strings.Contains(tshow, "\ntotals:   1 session") || !strings.HasSuffix(tshow, " (1 step)\n") {
+					t.Errorf("thread show lacks the totals line:\n%s", tshow)
+				}
+				var tj struct {
+					Session map[string]any
+					Totals  map[string]any
+				}
+				e.okJSON(&tj, "thread", "show", id)
+				if tj.Session["node"] != stepHash || tj.Session["depth"] != 1.0 || tj.Session["id"] != sj.Session["id"] ||
+					tj.Session["tool"] != tc.preset || tj.Session["inputTokens"] != sj.Session["inputTokens"] {
+					t.Errorf("thread show --json session = %v, want the step's %s: %v", tj.Session, stepHash, sj.Session)
+				}
+				num := func(v any) float64 { f, _ := v.(float64); return f }
+				if tj.Totals["sessions"] != 1.0 || tj.Totals["steps"] != 1.0 || num(tj.Totals["inputTokens"]) != num(sj.Session["inputTokens"]) ||
+					num(tj.Totals["outputTokens"]) != num(sj.Session["outputTokens"]) || num(tj.Totals["costUSD"]) != num(sj.Session["costUSD"]) {
+					t.Errorf("thread show --json totals = %v, want the one session %v", tj.Totals, sj.Session)
+				}
 				// thread read decodes the detail-session node as a detail.
 				if !strings.Contains(e.ok("", "thread", "read", id), "from "+filepath.Base(tc.argv[0])) {
 					t.Error("thread read does not show the step")

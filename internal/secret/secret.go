@@ -22,6 +22,7 @@ const MinLen = 8
 type Masker struct {
 	mu     sync.RWMutex
 	values []string // the forms to replace, longest first
+	esc    *escaped // values for masking escaped text, never changed (replaced on Add)
 	r      *strings.Replacer
 }
 
@@ -34,7 +35,10 @@ func New(values ...string) *Masker {
 
 // Add adds secrets to mask. Values shorter than [MinLen] are ignored. Each
 // secret is masked as written and in the escaped forms its text takes in
-// JSON, in Go-quoted strings (slog's text output) and in URLs.
+// JSON, in Go-quoted strings (slog's text output) and in URLs, and
+// wherever text decodes to one of those once its JSON (or Go) escapes are
+// undone, up to three levels deep: `\u0073k-...`, `sk\/...` (see
+// [Masker.String]).
 func (m *Masker) Add(values ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -61,6 +65,7 @@ func (m *Masker) Add(values ...string) {
 		pairs = append(pairs, v, Mask)
 	}
 	m.r = strings.NewReplacer(pairs...)
+	m.esc = newEscaped(m.values)
 }
 
 // forms returns v and the escaped forms it takes in uwf's outputs.
@@ -92,18 +97,36 @@ func (m *Masker) Len() int {
 	return len(m.values)
 }
 
-// String returns s with every known secret replaced by [Mask].
+// String returns s with every known secret replaced by [Mask]: where it
+// appears in one of its forms (see [Masker.Add]), and where it appears
+// once s's backslash escapes are decoded (JSON's, any character as
+// `\uXXXX` or a surrogate pair, `\/`, and Go's `\xHH`, `\UXXXXXXXX`),
+// up to three levels of escaping deep; there the whole escaped text of
+// the secret is replaced. Text without a backslash is only searched for
+// the forms.
 func (m *Masker) String(s string) string {
 	if m == nil {
 		return s
 	}
 	m.mu.RLock()
-	r := m.r
+	r, esc := m.r, m.esc
 	m.mu.RUnlock()
 	if r == nil {
 		return s
 	}
-	return r.Replace(s)
+	out := r.Replace(s)
+	if strings.IndexByte(s, '\\') < 0 {
+		return out
+	}
+	// Text with escapes: where one of them may be part of a secret, or a
+	// secret was found as written (perhaps inside an escape), mask in the
+	// escape-aware way.
+	if out != s || esc.mayHide(s) {
+		if masked, ok := esc.mask(s); ok {
+			return masked
+		}
+	}
+	return out
 }
 
 // TrimCutEnd is for text whose end was cut off (the rest dropped): a

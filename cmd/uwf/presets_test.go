@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -272,6 +273,57 @@ func TestPresetFailures(t *testing.T) {
 				checkNoSecret(t, e, r.stdout, r.stderr, show)
 			})
 		}
+	}
+}
+
+// TestPresetEscapedSecret runs each preset's fake failing with the API key
+// JSON-escaped in its error (stdout or stderr, as the tool writes it): the
+// key is masked in every form wherever the run is stored or printed (the
+// failure's error, its detail's raw output and stderr, thread show, the
+// run's output), neither as written nor escaped.
+func TestPresetEscapedSecret(t *testing.T) {
+	const escaped = `\u0073k\u002D\u0061nt\u002Dpreset\u002Dtest\u002D0123456789`
+	for _, tc := range presetCases {
+		t.Run(tc.preset, func(t *testing.T) {
+			e, _ := presetEnv(t, tc.preset, "escaped", "20s")
+			r := e.run("", "thread", "run", "one.yaml", "-p", "Add a --json flag")
+			if r.code != 1 {
+				t.Fatalf("thread run: %v; want exit 1", r)
+			}
+			id := threadOf(t, r)
+			show := e.ok("", "thread", "show", id)
+			var tj struct {
+				LastFailure struct{ Detail, Error string }
+			}
+			e.okJSON(&tj, "thread", "show", id)
+			if !strings.Contains(tj.LastFailure.Error, "********") {
+				t.Errorf("the failure's error %q does not show the masked key", tj.LastFailure.Error)
+			}
+			det := e.ok("", "cas", "get", tj.LastFailure.Detail)
+			printed := []string{r.stdout, r.stderr, show, det, tj.LastFailure.Error}
+			for _, h := range regexp.MustCompile(`"(raw|stderr)":"([0-9A-Z]{13})"`).FindAllStringSubmatch(det, -1) {
+				printed = append(printed, e.ok("", "cas", "get", h[2]))
+			}
+			checkNoSecret(t, e, printed...)
+			for _, p := range printed {
+				if strings.Contains(p, escaped) || strings.Contains(p, `u0073k`) {
+					t.Errorf("the escaped key was printed:\n%s", p)
+				}
+			}
+			err := filepath.WalkDir(e.home, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				data, err := os.ReadFile(path)
+				if err == nil && bytes.Contains(data, []byte(`u0073k`)) {
+					t.Errorf("the escaped key is stored in %s", path)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

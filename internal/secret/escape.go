@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -331,4 +332,180 @@ func (e *escaped) mask(s string) (masked string, ok bool) {
 	}
 	b.WriteString(s[at:])
 	return b.String(), true
+}
+
+// escapeBodies returns the escapes of c as written after their backslash,
+// in either case: `u00e9`, `U000000e9`, `x41` (ASCII only), a surrogate
+// pair `ud83d\udd11`, a short escape (`n`, `/`, ...).
+func escapeBodies(c rune) []string {
+	var out []string
+	if hi, lo := utf16.EncodeRune(c); hi != utf8.RuneError {
+		out = append(out, fmt.Sprintf(`u%04x\u%04x`, hi, lo), fmt.Sprintf(`u%04X\u%04X`, hi, lo))
+	} else {
+		out = append(out, fmt.Sprintf("u%04x", c), fmt.Sprintf("u%04X", c))
+	}
+	out = append(out, fmt.Sprintf("U%08x", c), fmt.Sprintf("U%08X", c))
+	if c < utf8.RuneSelf {
+		out = append(out, fmt.Sprintf("x%02x", c), fmt.Sprintf("x%02X", c))
+	}
+	if short, ok := shortEscapes[c]; ok {
+		out = append(out, short)
+	}
+	return out
+}
+
+var shortEscapes = map[rune]string{'"': `"`, '\\': `\`, '/': "/", '\'': "'", '\b': "b", '\f': "f", '\n': "n",
+	'\r': "r", '\t': "t", '\a': "a", '\v': "v"}
+
+// maxEscape is the longest escape, in bytes: a surrogate pair.
+const maxEscape = 12
+
+// spansOf decodes one level of s with spans; for s without an escape,
+// the identity.
+func spansOf(s string) (d string, start, end []int) {
+	d, start, end, _ = unescape(s, true)
+	if start == nil {
+		start, end = make([]int, len(s)), make([]int, len(s))
+		for k := range len(s) {
+			start[k], end[k] = k, k+1
+		}
+	}
+	return d, start, end
+}
+
+// window returns how many bytes at a cut edge may hold a secret's escaped
+// text: every byte of the longest form escaped.
+func (e *escaped) window() int {
+	n := 0
+	for _, f := range e.forms {
+		n = max(n, len(f))
+	}
+	return maxEscape * (n + 1)
+}
+
+// cutEnd is the escape-aware part of [Masker.TrimCutEnd]: the bytes at the
+// end of s that, their escapes decoded (one level), are the start of a form
+// cut short, the last of them perhaps an escape itself cut short (`\u00`).
+func (e *escaped) cutEnd(s string) int {
+	off := max(0, len(s)-e.window())
+	w := s[off:]
+	if strings.IndexByte(w, '\\') < 0 {
+		return 0
+	}
+	best := 0
+	for p := 0; p < maxEscape && p <= len(w); p++ {
+		if p > 0 && (w[len(w)-p] != '\\' || trailingBackslashes(w[:len(w)-p])%2 == 1) {
+			continue
+		}
+		t, pb := w[:len(w)-p], ""
+		if p > 0 {
+			pb = w[len(w)-p+1:]
+		}
+		d, start, _ := spansOf(t)
+		for i := 0; i <= len(d); i++ {
+			if i > 0 && i < len(d) && start[i] == start[i-1] {
+				continue
+			}
+			from := len(t)
+			if i < len(d) {
+				from = start[i]
+			}
+			drop := len(w) - from
+			if drop <= best {
+				break
+			}
+			if e.begins(d[i:], p > 0, pb) {
+				best = drop
+				break
+			}
+		}
+	}
+	return best
+}
+
+// begins reports whether x begins a form cut short: after x, with partial,
+// comes the start pb of an escape of the form's next character.
+func (e *escaped) begins(x string, partial bool, pb string) bool {
+	for _, f := range e.forms {
+		if len(x) >= len(f) || !strings.HasPrefix(f, x) {
+			continue
+		}
+		if !partial {
+			if x != "" {
+				return true
+			}
+			continue
+		}
+		c, _ := utf8.DecodeRuneInString(f[len(x):])
+		for _, b := range escapeBodies(c) {
+			if len(pb) < len(b) && strings.HasPrefix(b, pb) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cutStart is the escape-aware part of [Masker.TrimCutStart]: the bytes at
+// the start of s that, their escapes decoded (one level), are the end of a
+// form cut short, the first of them perhaps the rest of an escape cut
+// short (`0041`).
+func (e *escaped) cutStart(s string) int {
+	w := s[:min(len(s), e.window())]
+	best := 0
+	for t := 0; t < maxEscape && t <= len(w); t++ {
+		if t == 0 && strings.IndexByte(w, '\\') < 0 {
+			continue
+		}
+		d, start, end := spansOf(w[t:])
+		for j := len(d); j >= 0; j-- {
+			if j > 0 && j < len(d) && start[j] == start[j-1] {
+				continue
+			}
+			drop := t
+			if j > 0 {
+				drop += end[j-1]
+			}
+			if drop <= best {
+				break
+			}
+			if e.ends(d[:j], w[:t]) {
+				best = drop
+				break
+			}
+		}
+	}
+	return best
+}
+
+// ends reports whether x ends a form cut short: before x, if tail is not
+// empty, comes the end tail of an escape of the form's character before x.
+func (e *escaped) ends(x, tail string) bool {
+	for _, f := range e.forms {
+		if len(x) >= len(f) || !strings.HasSuffix(f, x) {
+			continue
+		}
+		if tail == "" {
+			if x != "" {
+				return true
+			}
+			continue
+		}
+		c, _ := utf8.DecodeLastRuneInString(f[:len(f)-len(x)])
+		for _, b := range escapeBodies(c) {
+			if strings.HasSuffix(b, tail) || strings.HasSuffix(`\`+b, tail) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trailingBackslashes counts the backslashes that end s.
+func trailingBackslashes(s string) int {
+	n := 0
+	for n < len(s) && s[len(s)-1-n] == '\\' {
+		n++
+	}
+	return n
 }

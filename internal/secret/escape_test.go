@@ -109,7 +109,7 @@ func FuzzMaskerEscaped(f *testing.F) {
 	f.Add("key\U0001F511-0123456", "", "", uint64(0xaaaa), uint8(3))
 	f.Add("hunter22x", `\`, `\u00`, uint64(1), uint8(1))
 	f.Fuzz(func(t *testing.T, sec, before, after string, pattern uint64, levels uint8) {
-		if len(sec) < secret.MinLen || !utf8.ValidString(sec+before+after) || strings.ContainsRune(sec, '*') || strings.ContainsRune(sec, utf8.RuneError) {
+		if len(sec) < secret.MinLen || !utf8.ValidString(sec) || !utf8.ValidString(before) || !utf8.ValidString(after) || strings.ContainsRune(sec, '*') || strings.ContainsRune(sec, utf8.RuneError) {
 			return
 		}
 		levels = 1 + levels%3
@@ -129,6 +129,67 @@ func FuzzMaskerEscaped(f *testing.F) {
 			if strings.Contains(dec, sec) {
 				t.Fatalf("String(%q) with secret %q = %q: decoded %d times, %q holds the secret", text, sec, got, l+1, dec)
 			}
+		}
+	})
+}
+
+// TestMaskerTrimCutEscaped: at a cut, the part of a secret left there
+// escaped (one level), the escape at the cut perhaps cut short itself, is
+// dropped, and no more; escaped text that begins or ends no secret is
+// kept.
+func TestMaskerTrimCutEscaped(t *testing.T) {
+	const sec = "sk-ant-abc123456"
+	for _, tc := range []struct {
+		name       string
+		in         string
+		end, start string // what TrimCutEnd and TrimCutStart keep
+	}{
+		{"an escaped start at the end", `{"k":"sk-\u0061nt`, `{"k":"`, `{"k":"sk-\u0061nt`},
+		{"an escape cut short at the end", `{"k":"sk-\u00`, `{"k":"`, `{"k":"sk-\u00`},
+		{"the first character escaped, cut short", `{"k":"\u007`, `{"k":"`, `{"k":"\u007`},
+		{"a backslash alone at the end", `{"k":"sk-\`, `{"k":"`, `{"k":"sk-\`},
+		{"an escaped end at the start", `\u0063123456"} more`, `\u0063123456"} more`, `"} more`},
+		{"the rest of an escape at the start", `0063123456"} more`, `0063123456"} more`, `"} more`},
+		{"the rest of an upper-case escape at the start", `2D\u0061bc123456", x`, `2D\u0061bc123456", x`, `", x`},
+		{"an escaped slash", `"a\/b\/`, `"`, `"a\/b\/`},
+		{"an escape of no secret at the end", `text \u00e9\u01`, `text \u00e9\u01`, `text \u00e9\u01`},
+		{"an escape cut short that may begin a secret", `text \u00`, `text `, `text \u00`},
+		{"an escaped backslash before the cut", `x \\`, `x \\`, `x \\`},
+		{"the rest of an escape of another character", `0064123456"`, `0064123456"`, `0064123456"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := secret.New(sec, "a/b/c/d/e/f")
+			if got, _ := m.TrimCutEnd(tc.in); got != tc.end {
+				t.Errorf("TrimCutEnd(%s) = %s, want %s", tc.in, got, tc.end)
+			}
+			if got, _ := m.TrimCutStart(tc.in); got != tc.start {
+				t.Errorf("TrimCutStart(%s) = %s, want %s", tc.in, got, tc.start)
+			}
+		})
+	}
+}
+
+// FuzzMaskerTrimCutEscaped: text holding a secret escaped any way JSON
+// allows, cut anywhere inside the secret's escaped text, loses at the cut
+// at least the part of that text it kept.
+func FuzzMaskerTrimCutEscaped(f *testing.F) {
+	f.Add("sk-ant-abc123456", "key: ", " rest", uint64(0b10), 10)
+	f.Add("p@ss/w0rd:xyz", `{"a":`, `}`, uint64(0xffff), 3)
+	f.Add("key\U0001F511-0123456", "", "", uint64(0xaaaa), 7)
+	f.Fuzz(func(t *testing.T, sec, before, after string, pattern uint64, at int) {
+		if len(sec) < secret.MinLen || !utf8.ValidString(sec) || !utf8.ValidString(before) || !utf8.ValidString(after) {
+			return
+		}
+		m := secret.New(sec)
+		b, esc, a := escapeJSON(before, pattern), escapeJSON(sec, pattern>>1|pattern<<63), escapeJSON(after, pattern)
+		text := b + esc + a
+		in := 1 + abs(at)%(len(esc)-1) // bytes of the escaped secret before the cut
+		at = len(b) + in
+		if _, n := m.TrimCutEnd(text[:at]); n < in {
+			t.Errorf("cut %q at %d: TrimCutEnd dropped %d bytes, want at least %d", text, at, n, in)
+		}
+		if _, n := m.TrimCutStart(text[at:]); n < len(esc)-in {
+			t.Errorf("cut %q at %d: TrimCutStart dropped %d bytes, want at least %d", text, at, n, len(esc)-in)
 		}
 	})
 }

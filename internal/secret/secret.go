@@ -132,20 +132,39 @@ func (m *Masker) String(s string) string {
 // TrimCutEnd is for text whose end was cut off (the rest dropped): a
 // secret that straddled the cut left its start in s, which [Masker.String]
 // cannot recognise. It returns s without the longest end of it that is the
-// start of a known secret (in any masked form) cut short, and how many
-// bytes it dropped: at most the longest secret's length less one, and none
-// if no secret begins there.
+// start of a known secret (in any masked form) cut short, as written or
+// once its JSON or Go escapes are decoded (one level; the last escape may
+// itself be cut short, as `\u00`), and how many bytes it dropped: none if
+// no secret begins there, else fewer than the secret's text, which is at
+// most 12 bytes (a surrogate pair) for each of its bytes escaped.
 func (m *Masker) TrimCutEnd(s string) (string, int) {
 	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasSuffix(s, f[:k]) })
+	if esc := m.escaped(); esc != nil {
+		n = max(n, esc.cutEnd(s))
+	}
 	return s[:len(s)-n], n
+}
+
+// escaped returns what masking escaped text needs; nil for none.
+func (m *Masker) escaped() *escaped {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.esc
 }
 
 // TrimCutStart is [Masker.TrimCutEnd] for text whose start was cut off (the
 // bytes before it dropped): it returns s without the longest start of it
-// that is the end of a known secret cut short, and how many bytes it
-// dropped.
+// that is the end of a known secret cut short (as written or escaped, the
+// first escape perhaps the rest of one cut short, as `0041`), and how many
+// bytes it dropped.
 func (m *Masker) TrimCutStart(s string) (string, int) {
 	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasPrefix(s, f[len(f)-k:]) })
+	if esc := m.escaped(); esc != nil {
+		n = max(n, esc.cutStart(s))
+	}
 	return s[n:], n
 }
 

@@ -535,9 +535,6 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The head's detail is read for its session and to check the head's
-	// step-cache entry: once.
-	ctx = cas.WithReadMemo(ctx)
 	head, err := e.Head(ctx, id)
 	if err != nil {
 		return nil, err
@@ -564,15 +561,10 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 			return nil, fmt.Errorf("thread %s: last failure %s: %w", id, fh, err)
 		}
 		info.FailureHash = fh
-		info.FailureSession = e.detailSession(ctx, info.LastFailure.Detail)
+		info.FailureSession, _ = e.detailSession(ctx, info.LastFailure.Detail)
 	case !errors.Is(err, cas.ErrNotFound):
 		return nil, err
 	}
-	ce, err := e.entry(ctx, hn)
-	if err != nil {
-		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
-	}
-	info.Steps, info.Usage = ce.Steps, ce.Usage
 	// The last run: the head's (a step, or a suspension's agent run), else,
 	// under a mark without one (done, killed, resumed), the step before it.
 	last := hn
@@ -588,28 +580,43 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	case last.Mark != nil:
 		det = last.Mark.Detail
 	}
-	if s := e.detailSession(ctx, det); s != nil {
+	s, sure := e.detailSession(ctx, det)
+	if s != nil {
 		info.LastRun = &SessionRun{Node: last.Hash, Depth: last.Depth(), Session: s}
 	}
+	// The totals, from the step cache; the head's session, just read, is
+	// not read again to check its entry (unless the read failed for
+	// another reason than damage).
+	var ce *chainEntry
+	if last == hn && sure {
+		ce, err = e.entryWith(ctx, hn, s)
+	} else {
+		ce, err = e.entry(ctx, hn)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
+	}
+	info.Steps, info.Usage = ce.Steps, ce.Usage
 	return info, nil
 }
 
 // detailSession returns the session the detail node at h records; nil if
 // none: no detail, a detail without a session, or one that cannot be read
-// (Show then shows the rest).
-func (e *Engine) detailSession(ctx context.Context, h cas.Hash) *Session {
+// (Show then shows the rest). sure is false when the read failed for
+// another reason than a missing or damaged node (the store unreachable).
+func (e *Engine) detailSession(ctx context.Context, h cas.Hash) (s *Session, sure bool) {
 	if h.IsZero() {
-		return nil
+		return nil, true
 	}
 	n, err := e.repo.Get(ctx, h)
 	if err != nil {
-		return nil
+		return nil, errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrInvalid)
 	}
 	d, err := DecodeDetail(n)
 	if err != nil {
-		return nil
+		return nil, true
 	}
-	return d.Session
+	return d.Session, true
 }
 
 // info reads what List shows of a thread: head, status, depth, workflow.

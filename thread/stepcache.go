@@ -267,13 +267,28 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 	if n.Kind == KindStart {
 		return startEntry(n.Hash), nil
 	}
+	return e.entryOf(ctx, linkOf(n), n)
+}
+
+// entryWith is [Engine.entry] of n whose run's session is known: sess
+// (nil: none).
+func (e *Engine) entryWith(ctx context.Context, n *Node, sess *Session) (*chainEntry, error) {
+	if n.Kind == KindStart {
+		return startEntry(n.Hash), nil
+	}
+	l := linkOf(n)
+	l.session, l.known = sess, true
+	return e.entryOf(ctx, l, n)
+}
+
+// entryOf is [Engine.entry] of n (not a start), whose link is cur.
+func (e *Engine) entryOf(ctx context.Context, cur link, n *Node) (*chainEntry, error) {
 	if ce := e.memoEntry(n.Hash); ce != nil {
 		return ce, nil
 	}
 	// Walk back until a node whose entry derives from its predecessor's.
 	var todo []link // newest first, their entries to recompute
 	var base *chainEntry
-	cur := linkOf(n)
 	own := e.loadEntry(ctx, cur.hash, cur.depth)
 	// sessionOf fills in a link's session, reading each detail node once.
 	read := map[cas.Hash]*Session{}

@@ -161,8 +161,9 @@ type cost struct{ nodes, logEntries int64 }
 // thread, its newest 50 steps), the viewer's thread page and the fork tree
 // of a thread 100 and 20,000 steps deep (UWF_TEST_DEPTH), whose ref log is
 // as long, and of a fork of it, read no ref-log entry once the step cache
-// holds the threads' origins (the first show of a thread an older build
-// wrote fills it), and a number of nodes that does not grow with the depth
+// holds the threads' origins and chain entries (the first show of a thread
+// an older build wrote fills them, walking its chain back to the start or
+// the nearest checkpoint once), and a number of nodes that does not grow with the depth
 // but for the skip pointers that check a fork point (log2 of the distance,
 // at most MaxSkip per thread).
 func TestPageCostBounded(t *testing.T) {
@@ -181,9 +182,11 @@ func TestPageCostBounded(t *testing.T) {
 			{"viewer fork", "/threads/" + d.fork, "forked from"},
 			{"fork tree", "/threads/" + d.id + "/forks", "forked at depth " + strconv.Itoa(d.fdep)},
 		}
-		// The first show of the deep thread fills its origin from the log.
+		// The first show of the deep thread fills its origin from the log
+		// and its chain entries from its nodes; the fork's its own.
 		_, first := d.get(t, "/api/v1/threads/"+d.id)
-		t.Logf("depth %d: the first show read %+v", depth, first)
+		_, firstFork := d.get(t, "/api/v1/threads/"+d.fork)
+		t.Logf("depth %d: the first show read %+v, of the fork %+v", depth, first, firstFork)
 		for _, p := range pages {
 			body, c := d.get(t, p.path)
 			if !strings.Contains(body, p.want) {

@@ -180,7 +180,7 @@ func (e *Engine) call(ctx context.Context, id string, head *Node, pos *position,
 	}
 	cn := &Node{Hash: h, Kind: KindCall, Call: call}
 	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, cn)
+		e.followEntry(ctx, he, cn, nil)
 	}
 	// Only the process whose call commit wins starts the branches.
 	if err := e.commit(ctx, id, h, &call.Chain, "call "+d.Role); err != nil {
@@ -497,7 +497,7 @@ func (e *Engine) cancelBranch(ctx context.Context, cid, why string) (*Node, erro
 		if st := hn.Status(); st != StatusActive {
 			return hn, nil
 		}
-		h, err := e.appendMarkAfter(ctx, cid, hn, MarkCancelled, why, 0)
+		h, err := e.appendMarkAfter(ctx, cid, hn, MarkCancelled, why, 0, nil)
 		var ce *ConflictError
 		if errors.As(err, &ce) {
 			continue
@@ -596,7 +596,7 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	}
 	if len(suspended) > 0 && len(failed) == 0 {
 		reason := strings.Join(suspended, "\n")
-		h, err := e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0)
+		h, err := e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -652,7 +652,7 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	jh := hs[1]
 	jn := &Node{Hash: jh, Kind: KindJoin, Join: j}
 	if he, err := e.entry(ctx, hn); err == nil {
-		e.followEntry(ctx, he, jn)
+		e.followEntry(ctx, he, jn, nil)
 	}
 	if err := e.commit(ctx, id, jh, &j.Chain, "join "+call.Role); err != nil {
 		return nil, err

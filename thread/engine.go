@@ -266,7 +266,10 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	return nil
 }
 
-func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash) (cas.Hash, error) {
+// appendMarkAfter appends a mark to thread id after head; detail is the
+// agent run that asked for it (zero if none), sess that run's session (nil
+// if none).
+func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kind, reason string, detail cas.Hash, sess *Session) (cas.Hash, error) {
 	c, err := e.next(ctx, head)
 	if err != nil {
 		return 0, err
@@ -277,7 +280,7 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
 	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m})
+		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
 	}
 	if err := e.commit(ctx, id, h, &m.Chain, "mark "+kind); err != nil {
 		return 0, err
@@ -309,7 +312,7 @@ func (e *Engine) Kill(ctx context.Context, id, reason string) (cas.Hash, error) 
 	if reason == "" {
 		reason = "killed by the user"
 	}
-	h, err := e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkKilled, reason, 0, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -341,7 +344,7 @@ func (e *Engine) Suspend(ctx context.Context, id, reason string) (cas.Hash, erro
 	if reason == "" {
 		reason = "suspended by the user"
 	}
-	return e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0)
+	return e.appendMarkAfter(ctx, id, hn, MarkSuspended, reason, 0, nil)
 }
 
 // Resume appends a resumed mark whose reason is text (included in the next
@@ -369,7 +372,7 @@ func (e *Engine) Resume(ctx context.Context, id, text string) (cas.Hash, error) 
 	case StatusCancelled:
 		return 0, fmt.Errorf("resume thread %s: %w: it is a branch its call cancelled (fork it to go on)", id, ErrNotActive)
 	}
-	h, err := e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0)
+	h, err := e.appendMarkAfter(ctx, id, hn, MarkResumed, text, 0, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -578,6 +581,11 @@ type Info struct {
 	// Run is the thread's run record (runs/<id>), nil if it has none: its
 	// run is then [RunNone]. [RunState] gives the word shown.
 	Run *Run
+	// Set by [Engine.Show] only:
+	Steps          int         // step nodes on the chain, fork ancestry included
+	Usage          Usage       // the sessions the chain's runs reported, summed
+	LastRun        *SessionRun // the last run's session; nil if it reported none
+	FailureSession *Session    // the last failure's run's session; nil if none
 	// Err, set only by [Engine.List], says why the thread could not be
 	// read: its head or start is a node of a kind this build does not
 	// know (the error wraps [cas.ErrInvalid]); the other fields but ID and
@@ -585,8 +593,17 @@ type Info struct {
 	Err error
 }
 
+// SessionRun is the session of a run on a thread's chain, in [Info].
+type SessionRun struct {
+	Node    cas.Hash // the step, or the suspension mark
+	Depth   int
+	Session *Session
+}
+
 // Show reads a thread's status, workflow, depth, head, provenance and last
-// failure.
+// failure, its last run's session and the totals of its runs' sessions.
+// The totals come from the step cache (see [Engine.entry]): a few reads at
+// any depth once the cache holds the thread's entries.
 func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	id, err := ParseID(id)
 	if err != nil {
@@ -621,10 +638,62 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 			return nil, fmt.Errorf("thread %s: last failure %s: %w", id, fh, err)
 		}
 		info.FailureHash = fh
+		info.FailureSession, _ = e.detailSession(ctx, info.LastFailure.Detail)
 	case !errors.Is(err, cas.ErrNotFound):
 		return nil, err
 	}
+	// The last run: the head's (a step, or a suspension's agent run), else,
+	// under a mark without one (done, killed, resumed), the step before it.
+	last := hn
+	if hn.Mark != nil && hn.Mark.Detail.IsZero() && !hn.Mark.Prev.IsZero() {
+		if pn, err := e.Node(ctx, hn.Mark.Prev); err == nil && pn.Step != nil {
+			last = pn
+		}
+	}
+	var det cas.Hash
+	switch {
+	case last.Step != nil:
+		det = last.Step.Detail
+	case last.Mark != nil:
+		det = last.Mark.Detail
+	}
+	s, sure := e.detailSession(ctx, det)
+	if s != nil {
+		info.LastRun = &SessionRun{Node: last.Hash, Depth: last.Depth(), Session: s}
+	}
+	// The totals, from the step cache; the head's session, just read, is
+	// not read again to check its entry (unless the read failed for
+	// another reason than damage).
+	var ce *chainEntry
+	if last == hn && sure {
+		ce, err = e.entryWith(ctx, hn, s)
+	} else {
+		ce, err = e.entry(ctx, hn)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
+	}
+	info.Steps, info.Usage = ce.Steps, ce.Usage
 	return info, nil
+}
+
+// detailSession returns the session the detail node at h records; nil if
+// none: no detail, a detail without a session, or one that cannot be read
+// (Show then shows the rest). sure is false when the read failed for
+// another reason than a missing or damaged node (the store unreachable).
+func (e *Engine) detailSession(ctx context.Context, h cas.Hash) (s *Session, sure bool) {
+	if h.IsZero() {
+		return nil, true
+	}
+	n, err := e.repo.Get(ctx, h)
+	if err != nil {
+		return nil, errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt) || errors.Is(err, cas.ErrInvalid)
+	}
+	d, err := DecodeDetail(n)
+	if err != nil {
+		return nil, true
+	}
+	return d.Session, true
 }
 
 // info reads what List shows of a thread: head, status, depth, workflow.

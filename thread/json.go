@@ -28,8 +28,8 @@ type InfoJSON struct {
 }
 
 // ShowJSON is `thread show --json`: a list element and more. Every field is
-// always present; lastFailure and origin.thread are null when there is
-// none.
+// always present; session, lastFailure, lastFailure.session and
+// origin.thread are null when there is none.
 //
 // A branch thread also has parent (the call it runs under), and a thread
 // in a call (its branches running, failed or suspended) branches; both are
@@ -40,9 +40,11 @@ type ShowJSON struct {
 	Origin      OriginJSON   `json:"origin"`
 	LastFailure *FailureJSON `json:"lastFailure"`
 	// RunRecord is its run record (runs/<id>), null when its run is none.
-	RunRecord *RunJSON     `json:"runRecord"`
-	Parent    *ParentJSON  `json:"parent,omitempty"`
-	Branches  []BranchJSON `json:"branches,omitempty"`
+	RunRecord *RunJSON        `json:"runRecord"`
+	Session   *SessionRunJSON `json:"session"`
+	Totals    TotalsJSON      `json:"totals"`
+	Parent    *ParentJSON     `json:"parent,omitempty"`
+	Branches  []BranchJSON    `json:"branches,omitempty"`
 }
 
 // ParentJSON is the call a branch thread runs under, in [ShowJSON].
@@ -89,6 +91,29 @@ func (r *Run) JSON() *RunJSON {
 		Error: r.Error, At: r.At}
 }
 
+// SessionRunJSON is the session of a thread's last run, in [ShowJSON]: the step
+// (or suspension mark) and what its agent reported.
+type SessionRunJSON struct {
+	Node  cas.Hash `json:"node"`
+	Depth int      `json:"depth"`
+	SessionJSON
+}
+
+// TotalsJSON is the totals of the sessions a thread's runs reported (its
+// steps and suspensions, fork ancestry included; failed runs not), in
+// [ShowJSON]. Every field is always present.
+type TotalsJSON struct {
+	Steps            int     `json:"steps"`    // step nodes on the chain
+	Sessions         int64   `json:"sessions"` // runs that reported a session
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens"`
+	ReasoningTokens  int64   `json:"reasoningTokens"`
+	Turns            int64   `json:"turns"`
+	CostUSD          float64 `json:"costUSD"`
+}
+
 // OriginJSON is where a thread came from, in [ShowJSON].
 type OriginJSON struct {
 	Node   cas.Hash `json:"node"`
@@ -106,6 +131,8 @@ type FailureJSON struct {
 	Detail cas.Hash `json:"detail"`
 	Error  string   `json:"error"`
 	At     int64    `json:"at"`
+	// Session is what the failed run's agent reported; null if nothing.
+	Session *SessionJSON `json:"session"`
 }
 
 // JSON returns the thread as a list element.
@@ -130,8 +157,16 @@ func (info *Info) ShowJSON() ShowJSON {
 		t.Branches = append(t.Branches, BranchJSON{Key: b.Key, Role: b.Role, Thread: b.Thread, Head: b.Head, Status: b.Status})
 	}
 	if f := info.LastFailure; f != nil {
-		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At}
+		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At,
+			Session: info.FailureSession.JSON()}
 	}
+	if r := info.LastRun; r != nil && r.Session != nil {
+		t.Session = &SessionRunJSON{Node: r.Node, Depth: r.Depth, SessionJSON: *r.Session.JSON()}
+	}
+	u := info.Usage
+	t.Totals = TotalsJSON{Steps: info.Steps, Sessions: u.Sessions, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens,
+		Turns: u.Turns, CostUSD: u.CostUSD()}
 	return t
 }
 

@@ -523,7 +523,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		if reason == "" {
 			reason = "reached $END"
 		}
-		h, err := e.appendMarkAfter(ctx, id, head, MarkDone, reason, 0)
+		h, err := e.appendMarkAfter(ctx, id, head, MarkDone, reason, 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -549,7 +549,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			}
 		}
 		if n >= limit {
-			h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, reason, 0)
+			h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, reason, 0, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -692,7 +692,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		if err != nil {
 			return nil, fmt.Errorf("thread %s: store the run: %w", id, err)
 		}
-		h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, out.Reason, hs[len(hs)-1])
+		h, err := e.appendMarkAfter(ctx, id, head, MarkSuspended, out.Reason, hs[len(hs)-1], det.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -724,7 +724,7 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	tm.Store = time.Since(t0)
 	stepHash := hs[len(hs)-1]
 	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step})
+		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step}, det.Session)
 	}
 	t0 = time.Now()
 	// The step node was just put: commit it without reading it back.

@@ -6,8 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
@@ -19,11 +23,15 @@ import (
 //
 //   - "chain/<node>": counts of the chain ending at a step or mark node
 //     (its steps, its steps per role, the depth of its newest resumed mark
-//     and its steps since then). An entry names its node and the node it
+//     and its steps since then) and the running totals of the agent
+//     sessions its runs reported (tokens and cost: see [Usage]). An entry
+//     names its node and the node it
 //     was derived from (prev, or the start); it is used only when it equals
 //     what deriving it again from its predecessor's entry and the node
 //     gives, so a missing, torn, foreign or poisoned entry is recomputed
 //     (back to the newest pair of entries that agree, or the start).
+//     Checking an entry's totals reads its node's detail node (a step's,
+//     or a suspension's), the one node besides the entries it takes.
 //   - "ref/threads/<id>": where the thread's current incarnation began (its
 //     creation log entry: node and fork provenance). It is written when
 //     the engine creates the thread, and lazily from the log; [cas.Repo]
@@ -45,9 +53,95 @@ type chainEntry struct {
 	Roles       map[string]int `json:"roles"`       // of those, per role
 	ResumeDepth int            `json:"resumeDepth"` // depth of the newest resumed mark; 0 if none
 	SinceResume int            `json:"sinceResume"` // steps after it (or the start)
+	Usage       Usage          `json:"usage"`       // the sessions its runs reported, summed
 }
 
-const chainEntryVersion = 1
+// chainEntryVersion 2 added Usage: a version-1 entry (an older build's) is
+// recomputed.
+const chainEntryVersion = 2
+
+// Usage is the running total of the agent sessions reported by the runs
+// on a chain (its steps and its suspensions' agent runs, fork ancestry
+// included): how many reported one, and the sums of what they reported.
+// A run whose agent reported nothing adds nothing; failed runs, which
+// leave no chain node, are not counted. Sums stop at [math.MaxInt64].
+type Usage struct {
+	Sessions         int64 `json:"sessions"` // runs that reported a session
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	ReasoningTokens  int64 `json:"reasoningTokens"`
+	Turns            int64 `json:"turns"`
+	// CostNanoUSD is the cost in billionths of a US dollar: whole units
+	// sum exactly, in any order, where float dollars would not.
+	CostNanoUSD int64 `json:"costNanoUSD"`
+}
+
+// CostUSD returns the total cost in US dollars.
+func (u Usage) CostUSD() float64 { return float64(u.CostNanoUSD) / 1e9 }
+
+// Summary renders the totals for people on one line, as
+// [Session.Summary] words a session: "3 sessions, 1234 in (1000 cached) /
+// 56 out tokens, 7 turns, $0.0123". Sums that are zero are left out.
+func (u Usage) Summary() string {
+	parts := []string{strconv.FormatInt(u.Sessions, 10) + " sessions"}
+	if u.Sessions == 1 {
+		parts[0] = "1 session"
+	}
+	if u.InputTokens > 0 || u.OutputTokens > 0 {
+		t := strconv.FormatInt(u.InputTokens, 10) + " in"
+		if u.CacheReadTokens > 0 {
+			t += " (" + strconv.FormatInt(u.CacheReadTokens, 10) + " cached)"
+		}
+		t += " / " + strconv.FormatInt(u.OutputTokens, 10) + " out tokens"
+		if u.ReasoningTokens > 0 {
+			t += " (" + strconv.FormatInt(u.ReasoningTokens, 10) + " reasoning)"
+		}
+		parts = append(parts, t)
+	}
+	if u.Turns > 0 {
+		parts = append(parts, strconv.FormatInt(u.Turns, 10)+" turns")
+	}
+	if u.CostNanoUSD > 0 {
+		parts = append(parts, "$"+strconv.FormatFloat(u.CostUSD(), 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// add returns u with session s added (nil: u).
+func (u Usage) add(s *Session) Usage {
+	if s == nil {
+		return u
+	}
+	sum := func(a, b int64) int64 {
+		if b > 0 && a > math.MaxInt64-b {
+			return math.MaxInt64
+		}
+		return a + max(b, 0)
+	}
+	u.Sessions = sum(u.Sessions, 1)
+	u.InputTokens = sum(u.InputTokens, s.InputTokens)
+	u.OutputTokens = sum(u.OutputTokens, s.OutputTokens)
+	u.CacheReadTokens = sum(u.CacheReadTokens, s.CacheReadTokens)
+	u.CacheWriteTokens = sum(u.CacheWriteTokens, s.CacheWriteTokens)
+	u.ReasoningTokens = sum(u.ReasoningTokens, s.ReasoningTokens)
+	u.Turns = sum(u.Turns, s.Turns)
+	u.CostNanoUSD = sum(u.CostNanoUSD, nanoUSD(s.CostUSD))
+	return u
+}
+
+// nanoUSD converts a reported cost to billionths of a dollar, rounded; a
+// negative or non-finite cost is 0, one too large for int64 its maximum.
+func nanoUSD(c float64) int64 {
+	switch {
+	case !(c > 0): // NaN too
+		return 0
+	case c*1e9 >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return int64(math.Round(c * 1e9))
+}
 
 func chainKey(h cas.Hash) string { return "chain/" + h.String() }
 
@@ -64,6 +158,9 @@ type link struct {
 	step       bool
 	role       string // a step's
 	resumed    bool   // a resumed mark
+	detail     cas.Hash
+	session    *Session // the detail's, once known
+	known      bool     // session is known (nil: the run reported none)
 }
 
 func linkOf(n *Node) link {
@@ -74,20 +171,43 @@ func linkOf(n *Node) link {
 	}
 	switch {
 	case n.Step != nil:
-		l.step, l.role = true, n.Step.Role
+		l.step, l.role, l.detail = true, n.Step.Role, n.Step.Detail
 	case n.Join != nil:
 		l.step, l.role = true, n.Join.Role // a join counts as its role's step
 	case n.Mark != nil:
-		l.resumed = n.Mark.Mark == MarkResumed
+		l.resumed, l.detail = n.Mark.Mark == MarkResumed, n.Mark.Detail
 	}
+	l.known = l.detail.IsZero()
 	return l
 }
 
-// derive returns the entry of chain node n from p, the entry of the node
-// it follows.
+// withSession returns l with its run's session read from its detail node,
+// if not yet known. A detail node that is missing, corrupt or not a
+// detail counts as no session (the damage is cas fsck's to report; the
+// totals then agree with what the store holds); another error (the store
+// unreachable, the context done) is returned.
+func (e *Engine) withSession(ctx context.Context, l link) (link, error) {
+	if l.known {
+		return l, nil
+	}
+	cn, err := e.repo.Get(ctx, l.detail)
+	switch {
+	case err == nil:
+		if d, err := DecodeDetail(cn); err == nil {
+			l.session = d.Session
+		}
+	case !errors.Is(err, cas.ErrNotFound) && !errors.Is(err, cas.ErrCorrupt) && !errors.Is(err, cas.ErrInvalid):
+		return l, fmt.Errorf("node %s: detail %s: %w", l.hash, l.detail, err)
+	}
+	l.known = true
+	return l, nil
+}
+
+// derive returns the entry of chain node n (its session known) from p,
+// the entry of the node it follows.
 func derive(p *chainEntry, n link) *chainEntry {
 	e := &chainEntry{V: chainEntryVersion, Node: n.hash, From: p.Node, Depth: n.depth, Steps: p.Steps,
-		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume}
+		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume, Usage: p.Usage.add(n.session)}
 	switch {
 	case n.step:
 		e.Steps++
@@ -108,7 +228,7 @@ func checkpointEntry(depth int) bool { return depth%checkpointEvery <= 1 }
 
 func (a *chainEntry) equal(b *chainEntry) bool {
 	return a.V == b.V && a.Node == b.Node && a.From == b.From && a.Depth == b.Depth && a.Steps == b.Steps &&
-		a.ResumeDepth == b.ResumeDepth && a.SinceResume == b.SinceResume && maps.Equal(a.Roles, b.Roles)
+		a.ResumeDepth == b.ResumeDepth && a.SinceResume == b.SinceResume && maps.Equal(a.Roles, b.Roles) && a.Usage == b.Usage
 }
 
 // loadEntry reads the stored entry of node h at depth; nil if it is
@@ -142,19 +262,48 @@ func (e *Engine) storeEntry(ctx context.Context, ce *chainEntry) {
 // entry returns the counts of the chain ending at n, from the cache when
 // n's entry agrees with its predecessor's, else recomputed from the newest
 // node back whose entry does (or the start), storing what it recomputes.
-// For a thread whose entries are in place it reads two entries and no node.
+// For a thread whose entries are in place it reads two entries and n's
+// detail node (if any); recomputing reads each node walked back and its
+// detail.
 func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 	if n.Kind == KindStart {
 		return startEntry(n.Hash), nil
 	}
+	return e.entryOf(ctx, linkOf(n), n)
+}
+
+// entryWith is [Engine.entry] of n whose run's session is known: sess
+// (nil: none).
+func (e *Engine) entryWith(ctx context.Context, n *Node, sess *Session) (*chainEntry, error) {
+	if n.Kind == KindStart {
+		return startEntry(n.Hash), nil
+	}
+	l := linkOf(n)
+	l.session, l.known = sess, true
+	return e.entryOf(ctx, l, n)
+}
+
+// entryOf is [Engine.entry] of n (not a start), whose link is cur.
+func (e *Engine) entryOf(ctx context.Context, cur link, n *Node) (*chainEntry, error) {
 	if ce := e.memoEntry(n.Hash); ce != nil {
 		return ce, nil
 	}
 	// Walk back until a node whose entry derives from its predecessor's.
 	var todo []link // newest first, their entries to recompute
 	var base *chainEntry
-	cur := linkOf(n)
 	own := e.loadEntry(ctx, cur.hash, cur.depth)
+	// sessionOf fills in a link's session, reading each detail node once.
+	read := map[cas.Hash]*Session{}
+	sessionOf := func(l link) (link, error) {
+		if s, ok := read[l.detail]; ok && !l.known {
+			l.session, l.known = s, true
+		}
+		l, err := e.withSession(ctx, l)
+		if err == nil && !l.detail.IsZero() {
+			read[l.detail] = l.session
+		}
+		return l, err
+	}
 	for base == nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -162,18 +311,30 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 		if cur.first {
 			// Its predecessor is the start.
 			p := startEntry(cur.from)
-			if own != nil && own.From == cur.from && derive(p, cur).equal(own) {
-				base = own
-			} else {
-				todo = append(todo, cur)
-				base = p
+			if own != nil && own.From == cur.from {
+				var err error
+				if cur, err = sessionOf(cur); err != nil {
+					return nil, err
+				}
+				if derive(p, cur).equal(own) {
+					base = own
+					break
+				}
 			}
+			todo = append(todo, cur)
+			base = p
 			break
 		}
 		pe := e.loadEntry(ctx, cur.from, cur.depth-1)
-		if own != nil && pe != nil && own.From == cur.from && derive(pe, cur).equal(own) {
-			base = own
-			break
+		if own != nil && pe != nil && own.From == cur.from {
+			var err error
+			if cur, err = sessionOf(cur); err != nil {
+				return nil, err
+			}
+			if derive(pe, cur).equal(own) {
+				base = own
+				break
+			}
 		}
 		todo = append(todo, cur)
 		prev, err := e.node(ctx, cur.from, len(todo) < 16)
@@ -187,6 +348,10 @@ func (e *Engine) entry(ctx context.Context, n *Node) (*chainEntry, error) {
 		cur, own = linkOf(prev), pe
 	}
 	for i, t := range slices.Backward(todo) {
+		t, err := sessionOf(t)
+		if err != nil {
+			return nil, err
+		}
 		base = derive(base, t)
 		if i < 2 || checkpointEntry(t.depth) {
 			e.storeEntry(ctx, base)
@@ -224,10 +389,13 @@ func (e *Engine) memo(ce *chainEntry) {
 }
 
 // followEntry stores the entry of next, a node just made to follow head,
-// whose entry is he (nil: none known, nothing stored).
-func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node) {
+// whose entry is he (nil: none known, nothing stored); sess is the session
+// its run reported (nil: none, or no run).
+func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node, sess *Session) {
 	if he != nil {
-		ne := derive(he, linkOf(next))
+		l := linkOf(next)
+		l.session, l.known = sess, true
+		ne := derive(he, l)
 		e.storeEntry(ctx, ne)
 		e.memo(ne)
 	}

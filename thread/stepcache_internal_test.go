@@ -27,6 +27,12 @@ func FuzzStepCacheEntries(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	dets, err := repo.PutNodes(ctx, []cas.Node{(&Detail{Prompt: out, Raw: out, Attempts: []cas.Hash{},
+		Session: &Session{Tool: "codex", InputTokens: 7, OutputTokens: 3, CostUSD: 0.25}}).Node()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	det := dets[0]
 	id, head, err := e.Start(ctx, wf, "fuzz", "/tmp")
 	if err != nil {
 		f.Fatal(err)
@@ -44,7 +50,7 @@ func FuzzStepCacheEntries(f *testing.F) {
 		if kind == MarkResumed {
 			h, err = repo.Put(ctx, cas.MarkSchema, (&Mark{Chain: c, Mark: kind, Reason: "go", At: int64(i)}).Payload())
 		} else {
-			h, err = repo.Put(ctx, cas.StepSchema, (&Step{Chain: c, Role: kind, Output: out, Detail: out, Agent: "x", StartedAt: int64(i)}).Payload())
+			h, err = repo.Put(ctx, cas.StepSchema, (&Step{Chain: c, Role: kind, Output: out, Detail: det, Agent: "x", StartedAt: int64(i)}).Payload())
 		}
 		if err != nil {
 			f.Fatal(err)
@@ -80,7 +86,8 @@ func FuzzStepCacheEntries(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if wantEntry.Steps != 5 || wantEntry.Roles["a"] != 3 || wantEntry.SinceResume != 3 || wantEntry.ResumeDepth != 3 || !wantOrigin.Forked {
+	if wantEntry.Steps != 5 || wantEntry.Roles["a"] != 3 || wantEntry.SinceResume != 3 || wantEntry.ResumeDepth != 3 || !wantOrigin.Forked ||
+		wantEntry.Usage != (Usage{Sessions: 5, InputTokens: 35, OutputTokens: 15, CostNanoUSD: 1_250_000_000}) {
 		f.Fatalf("reference entry %+v, origin %+v", wantEntry, wantOrigin)
 	}
 	headKey, parentKey, originKey := chainKey(head), chainKey(parent), cas.RefDerivedKey(refName(fork))
@@ -88,6 +95,7 @@ func FuzzStepCacheEntries(f *testing.F) {
 	f.Add([]byte("{"), get(parentKey), []byte("0\n{}"))
 	f.Add(get(parentKey), get(headKey), get(originKey)[1:])
 	f.Add([]byte(`{"v":1,"node":"`+head.String()+`","from":"`+parent.String()+`","depth":6,"steps":9,"roles":{"a":9},"resumeDepth":0,"sinceResume":9}`), []byte{}, []byte("\n"))
+	f.Add([]byte(`{"v":2,"node":"`+head.String()+`","from":"`+parent.String()+`","depth":6,"steps":5,"roles":{"a":3,"b":2},"resumeDepth":3,"sinceResume":3,"usage":{"sessions":5}}`), get(parentKey), get(originKey))
 	f.Fuzz(func(t *testing.T, headEntry, parentEntry, originEntry []byte) {
 		for k, v := range map[string][]byte{headKey: headEntry, parentKey: parentEntry, originKey: originEntry} {
 			if err := d.PutDerived(ctx, k, v); err != nil {

@@ -864,24 +864,16 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 		fmt.Fprintf(bw, "origin:   started at %s\n", o.Node)
 	}
 	fmt.Fprintf(bw, "prompt:   %s\n", oneLine(info.Prompt))
-	// The agent session of the last run: the head's (a step, or a
-	// suspension's detail), else, under a mark without one (done, killed),
-	// the step before it.
-	last := hn
-	if hn.Mark != nil && hn.Mark.Detail.IsZero() && !hn.Mark.Prev.IsZero() {
-		if pn, err := e.Node(ctx, hn.Mark.Prev); err == nil && pn.Step != nil {
-			last = pn
+	// The last run's session and the totals come with info (Engine.Show).
+	if r := info.LastRun; r != nil {
+		fmt.Fprintf(bw, "session:  %s (depth %d)\n", oneLine(r.Session.Summary()), r.Depth)
+	}
+	if info.Usage.Sessions > 0 {
+		steps := strconv.Itoa(info.Steps) + " steps"
+		if info.Steps == 1 {
+			steps = "1 step"
 		}
-	}
-	var lastDetail cas.Hash
-	switch {
-	case last.Step != nil:
-		lastDetail = last.Step.Detail
-	case last.Mark != nil:
-		lastDetail = last.Mark.Detail
-	}
-	if sum := sessionSummary(ctx, repo, lastDetail); sum != "" {
-		fmt.Fprintf(bw, "session:  %s (depth %d)\n", sum, last.Depth())
+		fmt.Fprintf(bw, "totals:   %s (%s)\n", info.Usage.Summary(), steps)
 	}
 	if p := info.Parent; p != nil {
 		fmt.Fprintf(bw, "parent:   %s, branch %s of call %s\n", p.Thread, p.Key, p.Call)
@@ -892,31 +884,12 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",
 			time.UnixMilli(f.At).UTC().Format(time.RFC3339), f.Role, f.Agent, f.Head, oneLine(userMessage(f.Error)), info.FailureHash, f.Detail)
-		if sum := sessionSummary(ctx, repo, f.Detail); sum != "" {
-			fmt.Fprintf(bw, "failure session: %s\n", sum)
+		if s := info.FailureSession; s != nil {
+			fmt.Fprintf(bw, "failure session: %s\n", oneLine(s.Summary()))
 		}
 	}
 	writeRun(bw, info.Run)
 	return bw.Flush()
-}
-
-// sessionSummary returns the one-line summary of the agent session that
-// the detail node at h records, or "" when there is none (no detail, a
-// detail without a session, or one that cannot be read: thread show then
-// shows the rest).
-func sessionSummary(ctx context.Context, repo *cas.Repo, h cas.Hash) string {
-	if h.IsZero() {
-		return ""
-	}
-	n, err := repo.Get(ctx, h)
-	if err != nil {
-		return ""
-	}
-	d, err := thread.DecodeDetail(n)
-	if err != nil || d.Session == nil {
-		return ""
-	}
-	return oneLine(d.Session.Summary())
 }
 
 func runThreadList(ctx context.Context, w io.Writer, s *session, opts thread.ListOptions, limitSet bool) error {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -203,6 +204,25 @@ func TestPresetRuns(t *testing.T) {
 				if !strings.Contains(tshow, "session:  "+tc.session+" (depth 1)\n") {
 					t.Errorf("thread show lacks the session line %q:\n%s", tc.session, tshow)
 				}
+				// The totals of the one run that reported a session are its
+				// session's, in text and JSON, and --json has the session.
+				if !strings.Contains(tshow, "\ntotals:   1 session") || !strings.HasSuffix(tshow, " (1 step)\n") {
+					t.Errorf("thread show lacks the totals line:\n%s", tshow)
+				}
+				var tj struct {
+					Session map[string]any
+					Totals  map[string]any
+				}
+				e.okJSON(&tj, "thread", "show", id)
+				if tj.Session["node"] != stepHash || tj.Session["depth"] != 1.0 || tj.Session["id"] != sj.Session["id"] ||
+					tj.Session["tool"] != tc.preset || tj.Session["inputTokens"] != sj.Session["inputTokens"] {
+					t.Errorf("thread show --json session = %v, want the step's %s: %v", tj.Session, stepHash, sj.Session)
+				}
+				num := func(v any) float64 { f, _ := v.(float64); return f }
+				if tj.Totals["sessions"] != 1.0 || tj.Totals["steps"] != 1.0 || num(tj.Totals["inputTokens"]) != num(sj.Session["inputTokens"]) ||
+					num(tj.Totals["outputTokens"]) != num(sj.Session["outputTokens"]) || num(tj.Totals["costUSD"]) != num(sj.Session["costUSD"]) {
+					t.Errorf("thread show --json totals = %v, want the one session %v", tj.Totals, sj.Session)
+				}
 				// thread read decodes the detail-session node as a detail.
 				if !strings.Contains(e.ok("", "thread", "read", id), "from "+filepath.Base(tc.argv[0])) {
 					t.Error("thread read does not show the step")
@@ -253,6 +273,57 @@ func TestPresetFailures(t *testing.T) {
 				checkNoSecret(t, e, r.stdout, r.stderr, show)
 			})
 		}
+	}
+}
+
+// TestPresetEscapedSecret runs each preset's fake failing with the API key
+// JSON-escaped in its error (stdout or stderr, as the tool writes it): the
+// key is masked in every form wherever the run is stored or printed (the
+// failure's error, its detail's raw output and stderr, thread show, the
+// run's output), neither as written nor escaped.
+func TestPresetEscapedSecret(t *testing.T) {
+	const escaped = `\u0073k\u002D\u0061nt\u002Dpreset\u002Dtest\u002D0123456789`
+	for _, tc := range presetCases {
+		t.Run(tc.preset, func(t *testing.T) {
+			e, _ := presetEnv(t, tc.preset, "escaped", "20s")
+			r := e.run("", "thread", "run", "one.yaml", "-p", "Add a --json flag")
+			if r.code != 1 {
+				t.Fatalf("thread run: %v; want exit 1", r)
+			}
+			id := threadOf(t, r)
+			show := e.ok("", "thread", "show", id)
+			var tj struct {
+				LastFailure struct{ Detail, Error string }
+			}
+			e.okJSON(&tj, "thread", "show", id)
+			if !strings.Contains(tj.LastFailure.Error, "********") {
+				t.Errorf("the failure's error %q does not show the masked key", tj.LastFailure.Error)
+			}
+			det := e.ok("", "cas", "get", tj.LastFailure.Detail)
+			printed := []string{r.stdout, r.stderr, show, det, tj.LastFailure.Error}
+			for _, h := range regexp.MustCompile(`"(raw|stderr)":"([0-9A-Z]{13})"`).FindAllStringSubmatch(det, -1) {
+				printed = append(printed, e.ok("", "cas", "get", h[2]))
+			}
+			checkNoSecret(t, e, printed...)
+			for _, p := range printed {
+				if strings.Contains(p, escaped) || strings.Contains(p, `u0073k`) {
+					t.Errorf("the escaped key was printed:\n%s", p)
+				}
+			}
+			err := filepath.WalkDir(e.home, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				data, err := os.ReadFile(path)
+				if err == nil && bytes.Contains(data, []byte(`u0073k`)) {
+					t.Errorf("the escaped key is stored in %s", path)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -14,8 +14,10 @@
 //
 // # Caveats
 //
-// Masking is textual: a secret is found where it appears as written, or
-// in one of the escaped forms uwf's own output uses (JSON and Go string
-// escapes, URL percent-encoding). A secret an agent transforms (base64,
-// reversed, split across lines) is not found.
+// Masking is textual: a secret is found where it appears as written, in
+// one of the escaped forms uwf's own output uses (JSON and Go string
+// escapes, URL percent-encoding), or in text that shows it once its JSON
+// or Go escapes are decoded (any character escaped, `\u0041`, `\/`,
+// `\xHH`, up to three levels of escaping: see escape.go). A secret an
+// agent transforms (base64, reversed, split across lines) is not found.
 package secret

@@ -22,6 +22,7 @@ const MinLen = 8
 type Masker struct {
 	mu     sync.RWMutex
 	values []string // the forms to replace, longest first
+	esc    *escaped // values for masking escaped text, never changed (replaced on Add)
 	r      *strings.Replacer
 }
 
@@ -34,7 +35,10 @@ func New(values ...string) *Masker {
 
 // Add adds secrets to mask. Values shorter than [MinLen] are ignored. Each
 // secret is masked as written and in the escaped forms its text takes in
-// JSON, in Go-quoted strings (slog's text output) and in URLs.
+// JSON, in Go-quoted strings (slog's text output) and in URLs, and
+// wherever text decodes to one of those once its JSON (or Go) escapes are
+// undone, up to three levels deep: `\u0073k-...`, `sk\/...` (see
+// [Masker.String]).
 func (m *Masker) Add(values ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -61,6 +65,7 @@ func (m *Masker) Add(values ...string) {
 		pairs = append(pairs, v, Mask)
 	}
 	m.r = strings.NewReplacer(pairs...)
+	m.esc = newEscaped(m.values)
 }
 
 // forms returns v and the escaped forms it takes in uwf's outputs.
@@ -92,37 +97,74 @@ func (m *Masker) Len() int {
 	return len(m.values)
 }
 
-// String returns s with every known secret replaced by [Mask].
+// String returns s with every known secret replaced by [Mask]: where it
+// appears in one of its forms (see [Masker.Add]), and where it appears
+// once s's backslash escapes are decoded (JSON's, any character as
+// `\uXXXX` or a surrogate pair, `\/`, and Go's `\xHH`, `\UXXXXXXXX`),
+// up to three levels of escaping deep; there the whole escaped text of
+// the secret is replaced. Text without a backslash is only searched for
+// the forms.
 func (m *Masker) String(s string) string {
 	if m == nil {
 		return s
 	}
 	m.mu.RLock()
-	r := m.r
+	r, esc := m.r, m.esc
 	m.mu.RUnlock()
 	if r == nil {
 		return s
 	}
-	return r.Replace(s)
+	out := r.Replace(s)
+	if strings.IndexByte(s, '\\') < 0 {
+		return out
+	}
+	// Text with escapes: where one of them may be part of a secret, or a
+	// secret was found as written (perhaps inside an escape), mask in the
+	// escape-aware way.
+	if out != s || esc.mayHide(s) {
+		if masked, ok := esc.mask(s); ok {
+			return masked
+		}
+	}
+	return out
 }
 
 // TrimCutEnd is for text whose end was cut off (the rest dropped): a
 // secret that straddled the cut left its start in s, which [Masker.String]
 // cannot recognise. It returns s without the longest end of it that is the
-// start of a known secret (in any masked form) cut short, and how many
-// bytes it dropped: at most the longest secret's length less one, and none
-// if no secret begins there.
+// start of a known secret (in any masked form) cut short, as written or
+// once its JSON or Go escapes are decoded (one level; the last escape may
+// itself be cut short, as `\u00`), and how many bytes it dropped: none if
+// no secret begins there, else fewer than the secret's text, which is at
+// most 12 bytes (a surrogate pair) for each of its bytes escaped.
 func (m *Masker) TrimCutEnd(s string) (string, int) {
 	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasSuffix(s, f[:k]) })
+	if esc := m.escaped(); esc != nil {
+		n = max(n, esc.cutEnd(s))
+	}
 	return s[:len(s)-n], n
+}
+
+// escaped returns what masking escaped text needs; nil for none.
+func (m *Masker) escaped() *escaped {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.esc
 }
 
 // TrimCutStart is [Masker.TrimCutEnd] for text whose start was cut off (the
 // bytes before it dropped): it returns s without the longest start of it
-// that is the end of a known secret cut short, and how many bytes it
-// dropped.
+// that is the end of a known secret cut short (as written or escaped, the
+// first escape perhaps the rest of one cut short, as `0041`), and how many
+// bytes it dropped.
 func (m *Masker) TrimCutStart(s string) (string, int) {
 	n := m.cutFragment(s, func(f string, k int) bool { return strings.HasPrefix(s, f[len(f)-k:]) })
+	if esc := m.escaped(); esc != nil {
+		n = max(n, esc.cutStart(s))
+	}
 	return s[n:], n
 }
 

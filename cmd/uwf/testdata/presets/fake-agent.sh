@@ -7,7 +7,8 @@
 # until it is killed (timeout). FAKE_MODE picks which; FAKE_LOG is a folder
 # where it records its argv (NUL-separated), its stdin and, with
 # --message-file, the prompt file. It echoes ANTHROPIC_API_KEY into its
-# output and stderr, to check that uwf masks it.
+# output and stderr, to check that uwf masks it; FAKE_MODE=escaped is the
+# error with the key JSON-escaped (\u0073k\u002D\u0061nt...).
 tool=$(basename "$0")
 printf '%s\0' "$tool" "$@" > "$FAKE_LOG/argv"
 cat > "$FAKE_LOG/stdin"
@@ -16,6 +17,11 @@ for a in "$@"; do
 	if [ "$prev" = "--message-file" ]; then cp "$a" "$FAKE_LOG/promptfile"; fi
 	prev=$a
 done
+if [ "$FAKE_MODE" = escaped ]; then
+	# The tool's error, the key in it JSON-escaped as some tools write it.
+	ANTHROPIC_API_KEY=$(printf '%s' "$ANTHROPIC_API_KEY" | sed 's/^s/\\u0073/; s/-/\\u002D/g; s/a/\\u0061/')
+	FAKE_MODE=error
+fi
 echo "using key $ANTHROPIC_API_KEY" >&2
 
 answer="---\nstatus: done\nsummary: from $tool\n---\nDone with key $ANTHROPIC_API_KEY."

@@ -66,9 +66,9 @@ func TestInitGolden(t *testing.T) {
 	tr.run("", "init")
 	tr.run("", "init", "--provider", "openai", "--agent", "claude")
 	tr.run(testKey+"\n", "init", "--provider", "openai", "--api-key-stdin", "--agent", "claude", "--yes")
-	tr.run("", "init", "--agent", "cursor")                   // a preset whose program is not on PATH: a note
+	tr.run("", "init", "--agent", "cursor")                     // a preset whose program is not on PATH: a note
 	tr.run("", "init", "--model", "gpt-4o", "--agent", "human") // the cursor entry stays
-	tr.run("", "init", "--agent", "none")                      // defaultAgent goes
+	tr.run("", "init", "--agent", "none")                       // defaultAgent goes
 	tr.run("", "init", "--base-url", "ftp://example.com")
 	tr.run("", "init", "--agent", "nobody")
 	tr.run("", "setup", "--provider", "ollama", "--agent", "llm", "--json", "--yes")

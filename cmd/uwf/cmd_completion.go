@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -299,27 +297,19 @@ func words(ws ...string) []candidate {
 // refNames lists the refs under prefix, named without it; newest first
 // lists them in reverse order (thread IDs are ULIDs, ordered by time).
 // No store, or one that cannot be read in time, gives none; a missing
-// disk store is not created.
+// store is not created (on disk or in PostgreSQL), nor a new one
+// initialised.
 func (cp *completer) refNames(ctx context.Context, prefix string, newestFirst bool) []candidate {
 	s := &session{home: cp.home, store: cp.store}
 	raw, err := s.storeRaw()
 	if err != nil {
 		return nil
 	}
-	loc, err := store.Parse(raw)
-	if err != nil {
-		return nil
-	}
-	if loc.Postgres == "" {
-		// The disk store's FORMAT file (docs/FORMAT.md) marks a store;
-		// without it there is nothing to list, and Open would create one.
-		if _, err := os.Stat(filepath.Join(loc.Dir, "FORMAT")); err != nil {
-			return nil
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	repo, release, err := store.Open(ctx, raw, &store.Options{Durability: "none"})
+	// NoCreate: completion never writes. Where there is no store (no
+	// folder, no PostgreSQL schema) it lists nothing and creates nothing.
+	repo, release, err := store.Open(ctx, raw, &store.Options{Durability: "none", NoCreate: true})
 	if err != nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/internal/yamldoc"
 )
 
@@ -604,23 +605,46 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 			}
 		}
 	}
-	res.Next = initNext(s, res)
+	res.Next = initNext(s, res, home)
 	if s.json {
 		return writeJSON(w, res)
 	}
 	return printInit(w, res, after)
 }
 
-// initNext is the command to run next.
-func initNext(s *session, res initResult) string {
-	home := ""
+// initNext is the command to run next, runnable as printed: with the
+// --home and --store this command line gave (the environment's are
+// inherited anyway; a store's password shown as xxxxx, and said so). The
+// example workflow is registered from examples/review-loop.yaml where the
+// working folder has it (a checkout of uwf), else by uwf demo, which
+// registers its bundled copy in this home and runs it offline.
+func initNext(s *session, res initResult, home string) string {
+	uwf, hidden := "uwf", false
 	if s.home != "" && os.Getenv("UWF_HOME") != s.home {
-		home = " --home " + shellWord(s.home)
+		uwf += " --home " + shellWord(s.home)
 	}
-	if res.DefaultAgent == "" {
-		return "uwf" + home + " demo    (offline; then choose an agent: uwf" + home + " init --agent <name>)"
+	if s.store != "" && os.Getenv("UWF_STORE") != s.store {
+		printable := secret.RedactURL(absStoreURL(s.store))
+		hidden = printable != absStoreURL(s.store)
+		uwf += " --store " + shellWord(printable)
 	}
-	return "uwf" + home + " workflow put examples/review-loop.yaml && uwf" + home + " thread run review-loop -p \"your task\""
+	var next string
+	switch _, err := os.Stat(filepath.Join("examples", "review-loop.yaml")); {
+	case res.DefaultAgent == "":
+		next = uwf + " demo    (offline; then choose an agent: " + uwf + " init --agent <name>)"
+	case err == nil:
+		next = uwf + " workflow put examples/review-loop.yaml && " + uwf + " thread run review-loop -p \"your task\""
+	default:
+		demo := uwf
+		if s.home == "" {
+			demo += " --home " + shellWord(home) // else demo takes a temporary home
+		}
+		next = demo + " demo && " + uwf + " thread run review-loop -p \"your task\""
+	}
+	if hidden {
+		next += "    (the store's password is shown as xxxxx: put yours back, or set UWF_STORE and drop --store)"
+	}
+	return next
 }
 
 // shellWord quotes s for a POSIX shell if it holds anything but letters,

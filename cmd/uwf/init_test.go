@@ -126,9 +126,10 @@ agentOverrides:
 	}
 	// A second provider with a key: added beside the first, the key
 	// replaced in place in .env, its export and comment kept.
-	out = e.ok(testKey, "init", "--provider", "anthropic", "--api-key-stdin", "--agent", "codex", "--yes")
-	if strings.Contains(out, testKey) {
-		t.Errorf("the key was printed:\n%s", out)
+	// (With the debug log on: the key is in no log either.)
+	r := e.run(testKey, "--log-level", "debug", "init", "--provider", "anthropic", "--api-key-stdin", "--agent", "codex", "--yes")
+	if r.code != 0 || !strings.Contains(r.stderr, "level=DEBUG") || strings.Contains(r.stdout+r.stderr, testKey) {
+		t.Errorf("init with the debug log: %v\nwant exit 0, a debug log, and no key", r)
 	}
 	cfg = e.readConfig()
 	for _, want := range []string{"# mine", "coder: # my wrapper", "# first", "anthropic:", "baseURL: https://api.anthropic.com/v1",
@@ -351,7 +352,7 @@ func TestInitTerminal(t *testing.T) {
 		t.Errorf("the key was echoed or printed:\n%s", shown)
 	}
 	for _, want := range []string{"Wrote " + filepath.Join(home, "config.yaml"), "Wrote " + filepath.Join(home, ".env") + " (mode 0600): OPENROUTER_API_KEY.",
-		"defaultModel   openrouter: anthropic/claude-3.5-haiku", "defaultAgent   claude: claude -p --output-format json --permission-mode acceptEdits (preset claude-code)", "Next: uwf workflow put"} {
+		"defaultModel   openrouter: anthropic/claude-3.5-haiku", "defaultAgent   claude: claude -p --output-format json --permission-mode acceptEdits (preset claude-code)", "Next: uwf demo && uwf thread run review-loop"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("the terminal lacks %q:\n%s", want, shown)
 		}
@@ -438,7 +439,7 @@ func TestInitJSON(t *testing.T) {
 	want := initResult{Config: filepath.Join(e.home, "config.yaml"), ConfigWrote: true, Env: filepath.Join(e.home, ".env"),
 		Provider: "groq", BaseURL: "https://api.groq.com/openai/v1", Model: "groq", ModelID: "llama-3.1-8b-instant", APIKeyEnv: "MY_GROQ_KEY",
 		APIKey: "environment", DefaultAgent: "aider", AgentCLIs: []string{"opencode", "aider"},
-		Next: `uwf workflow put examples/review-loop.yaml && uwf thread run review-loop -p "your task"`}
+		Next: `uwf demo && uwf thread run review-loop -p "your task"`}
 	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
 		t.Errorf("init --json =\n%s\nwant\n%s", g, w)
 	}
@@ -485,6 +486,44 @@ func TestInitTerminalEOF(t *testing.T) {
 			}
 			if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("init wrote its home after the input ended")
+			}
+		})
+	}
+}
+
+// TestInitNext checks the command uwf init prints next: the --home and
+// --store of the command line kept (the environment's inherited), a
+// store's password hidden, and the example workflow registered from the
+// checkout's file where the working folder has it, else by uwf demo.
+func TestInitNext(t *testing.T) {
+	checkout := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(checkout, "examples"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(checkout, "examples", "review-loop.yaml"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	const run = ` thread run review-loop -p "your task"`
+	for _, tc := range []struct {
+		name, cwd, home, envHome, store, agent, want string
+	}{
+		{"checkout", checkout, "", "", "", "claude", "uwf workflow put examples/review-loop.yaml && uwf" + run},
+		{"elsewhere, the default home", elsewhere, "", "", "", "claude", "uwf --home /h/.uncaged/workflow demo && uwf" + run},
+		{"UWF_HOME", elsewhere, "/env/home", "/env/home", "", "claude", "uwf demo && uwf" + run},
+		{"--home", elsewhere, "/my home", "/env/home", "", "claude", "uwf --home '/my home' demo && uwf --home '/my home'" + run},
+		{"--store with a password", checkout, "", "", "postgres://u:hunter2@db/uwf", "claude",
+			"uwf --store postgres://u:xxxxx@db/uwf workflow put examples/review-loop.yaml && uwf --store postgres://u:xxxxx@db/uwf" + run +
+				"    (the store's password is shown as xxxxx: put yours back, or set UWF_STORE and drop --store)"},
+		{"no agent", elsewhere, "/h2", "", "", "", "uwf --home /h2 demo    (offline; then choose an agent: uwf --home /h2 init --agent <name>)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(tc.cwd)
+			t.Setenv("UWF_HOME", tc.envHome)
+			t.Setenv("UWF_STORE", "")
+			s := &session{home: tc.home, store: tc.store}
+			if got := initNext(s, initResult{DefaultAgent: tc.agent}, "/h/.uncaged/workflow"); got != tc.want {
+				t.Errorf("next =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

@@ -212,6 +212,9 @@ func (cp *completer) flagValues(ctx context.Context, name string, path []*cli.Co
 	case "workflow":
 		return cp.refNames(ctx, registry.RefPrefix, false)
 	case "agent":
+		if len(path) > 0 && path[len(path)-1].Name == "init" {
+			return cp.initAgents()
+		}
 		return cp.agents()
 	case "status":
 		return words(thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended)
@@ -342,6 +345,23 @@ func (cp *completer) agents() []candidate {
 		}
 	}
 	return append(out, candidate{"human", "built in"}, candidate{"llm", "built in"}, candidate{"synth", "built in"})
+}
+
+// initAgents lists what uwf init --agent takes: the configured and
+// built-in agents, the agent CLIs of the presets not configured yet
+// (described by their tool), and none.
+func (cp *completer) initAgents() []candidate {
+	out := cp.agents()
+	for _, a := range agentCLIs() {
+		if !slices.ContainsFunc(out, func(c candidate) bool { return c.word == a.name }) {
+			desc := a.preset.Tool + ", preset " + a.preset.Name
+			if a.preset.Experimental {
+				desc += " (experimental)"
+			}
+			out = append(out, candidate{a.name, desc})
+		}
+	}
+	return append(out, candidate{"none", "no default agent"})
 }
 
 // settings lists the settings of config.yaml as dot paths.

@@ -143,10 +143,16 @@ func agentCLIs() []agentCLI {
 	return append(out, experimental...)
 }
 
+// agentCLINames names the agent CLIs for --agent's help, the
+// experimental ones said so.
 func agentCLINames() []string {
 	var out []string
 	for _, a := range agentCLIs() {
-		out = append(out, a.name)
+		if a.preset.Experimental {
+			out = append(out, a.name+" (experimental)")
+		} else {
+			out = append(out, a.name)
+		}
 	}
 	return out
 }

@@ -89,6 +89,9 @@ func TestComplete(t *testing.T) {
 		{words: []string{"config", "get", "def"}, want: []string{"defaultAgent"}},
 		{words: []string{"completion", ""}, want: []string{"bash", "zsh", "fish"}},
 		{words: []string{"init", "--provider", "o"}, want: []string{"openai", "openrouter", "ollama"}},
+		{words: []string{"init", "--agent", "c"}, want: []string{"coder", "claude", "codex", "cursor"}},
+		{words: []string{"init", "--agent", ""}, has: []string{"coder", "llm", "claude", "opencode", "aider", "hermes", "none"}},
+		{words: []string{"thread", "step", "x", "--agent", "c"}, want: []string{"coder"}},
 		{words: []string{"--home", other, "thread", "show", ""}}, // no store there
 		{words: []string{"nope", ""}},
 	} {

@@ -390,6 +390,20 @@ func TestInitTerminal(t *testing.T) {
 	if got := e.readEnvFile(); got != "OPENROUTER_API_KEY="+testKey+"\n" {
 		t.Errorf(".env after a re-run = %q", got)
 	}
+
+	// Once more, choosing no default agent: defaultAgent goes, the claude
+	// entry stays.
+	p = startPTY(t, home, "init", "--provider", "openrouter", "--base-url", "https://openrouter.ai/api/v1", "--model", "anthropic/claude-3.5-haiku")
+	p.expect("(not shown; Enter keeps the one in .env): ")
+	p.send("\n")
+	p.expect("[claude]: ")
+	p.send("none\n")
+	if code, shown := p.wait(); code != 0 || !strings.Contains(shown, "defaultAgent   none") {
+		t.Errorf("re-run choosing none: exit %d:\n%s", code, shown)
+	}
+	if cfg := e.readConfig(); strings.Contains(cfg, "defaultAgent") || !strings.Contains(cfg, "claude: {preset: claude-code}") {
+		t.Errorf("config.yaml after choosing none:\n%s", cfg)
+	}
 }
 
 // TestInitTerminalInterrupt interrupts uwf init at the hidden key prompt:

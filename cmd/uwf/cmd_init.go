@@ -33,16 +33,17 @@ func initCommand() *cli.Command {
 		Description: `On a terminal, asks for the LLM provider, its base URL, the model, the API key
 (not echoed) and the default agent, offering the agent CLIs found on PATH
 (the programs of the agent presets: claude, codex, agent (Cursor), gemini,
-opencode, and the experimental aider and hermes); Enter takes the [default]. A flag answers its question, which is then not asked. When
+opencode, and the experimental aider and hermes); Enter takes the
+[default]. A flag answers its question, which is then not asked. When
 stdin is not a terminal nothing is asked: each answer comes from its flag,
 else from the existing configuration, else (with --yes) from the default;
 a missing one is a usage error naming the flags to pass.
 
 Writes config.yaml (the provider, a model named after it, defaultModel,
-defaultAgent, and for a chosen agent CLI an entry agents.<name>: {preset:
-<preset>}, such as claude: {preset: claude-code}; none removes defaultAgent) and the key into .env
-(mode 0600) under the variable that providers.<p>.apiKeyEnv names; the key
-is never printed. Run it again to change answers: it edits both files,
+defaultAgent, and for a chosen agent CLI an entry naming its preset, such
+as claude: {preset: claude-code}; none removes defaultAgent) and the key
+into .env (mode 0600) under the variable that providers.<p>.apiKeyEnv
+names; the key is never printed. Run it again to change answers: it edits both files,
 keeping their comments and every other setting. The result is validated
 before anything is written; then it prints what it set and the next
 command to run.`,

@@ -19,6 +19,10 @@ type Options struct {
 	MaxNodeSize int64
 	// Logger receives debug and info events; nil discards them.
 	Logger *slog.Logger
+	// NoInit leaves a new store as it is: [Open] writes nothing at all
+	// (the built-in schemas are constants of the format, so reading works
+	// without them). For readers that must never write.
+	NoInit bool
 }
 
 // schemaCacheSize bounds how many compiled schemas a Repo keeps.
@@ -58,7 +62,7 @@ type Repo struct {
 // their objects or schemas/<name> refs is for [Repo.Fsck] to report and
 // [Repo.RepairBuiltins] to mend. Only a new store is initialised: one with
 // no ref schemas/meta and no ref but the built-ins' (so one whose creation
-// was cut short too). Its version-1 built-ins are stored and named
+// was cut short too), and not with [Options.NoInit]. Its version-1 built-ins are stored and named
 // (create-only, so concurrent first Opens agree), schemas/meta last.
 func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error) {
 	r := &Repo{st: st, raw: refs, max: DefaultMaxNodeSize, schemas: map[Hash]*Schema{}}
@@ -78,7 +82,7 @@ func Open(ctx context.Context, st Store, refs Refs, opts *Options) (*Repo, error
 	if err != nil {
 		return nil, err
 	}
-	if fresh {
+	if fresh && (opts == nil || !opts.NoInit) {
 		bs := BuiltinsAt(FormatV1)
 		// meta is first in bs: name it last, so that its ref marks a
 		// store whose creation is complete.

@@ -19,7 +19,7 @@ import (
 )
 
 // Edit is one change of config.yaml that [Update] makes: the value at a
-// dot path.
+// dot path, or its removal.
 type Edit struct {
 	// Path is a dot path, as [Set] takes it ("providers.openai.baseURL").
 	Path string
@@ -32,6 +32,12 @@ type Edit struct {
 	// creates it ("# Claude Code, headless: ..."); an existing key keeps
 	// its comments.
 	Comment string
+	// Delete removes the key at Path, with its value and the comment on
+	// its line, instead of setting it (Value, IfUnset and Comment are
+	// ignored). A comment on the lines above the key is kept: it moves to
+	// the next key, or stays at the end of the mapping. A path that is
+	// not there changes nothing.
+	Delete bool
 }
 
 // Update makes the edits to <home>/config.yaml in order, as one change:
@@ -56,7 +62,7 @@ func Update(home string, edits []Edit, builtins Builtins) (changed bool, err err
 		return false, err
 	}
 	after, err := yamldoc.ReadFile(filepath.Join(home, File), maxConfigSize)
-	if err != nil {
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && before == nil) {
 		return false, err
 	}
 	return !bytes.Equal(before, after), nil
@@ -98,15 +104,19 @@ func update(home, op string, edits []Edit, builtins Builtins) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: %w: %s is not a mapping", op, cas.ErrInvalid, file)
 	}
-	same := len(data) > 0
+	same := true
 	for _, e := range edits {
-		did, err := setNode(root, strings.Split(e.Path, "."), e)
+		set := setNode
+		if e.Delete {
+			set = deleteNode
+		}
+		did, err := set(root, strings.Split(e.Path, "."), e)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		same = same && !did
 	}
-	if same { // nothing to write: the file stays byte for byte, if valid
+	if same { // nothing to write: the file stays byte for byte (or absent), if valid
 		if _, err := Parse(file, data, builtins); err != nil {
 			return fmt.Errorf("%s: the result would be invalid: %w", op, err)
 		}
@@ -183,6 +193,68 @@ func setNode(root *yaml.Node, segs []string, e Edit) (bool, error) {
 		cur = v
 	}
 	return true, nil
+}
+
+// deleteNode removes the key at the path segs under the mapping root (the
+// edit e is a Delete). It reports whether it changed anything: a path that
+// is not there (a missing key, or a value on the way that is null) changes
+// nothing; one that goes through a value that is not a mapping is an error.
+func deleteNode(root *yaml.Node, segs []string, _ Edit) (bool, error) {
+	cur := root
+	for i, seg := range segs {
+		at := -1
+		for j := 0; j+1 < len(cur.Content); j += 2 {
+			if k := yamldoc.Resolve(cur.Content[j]); k != nil && k.Value == seg {
+				at = j
+			}
+		}
+		if at < 0 {
+			return false, nil
+		}
+		if i == len(segs)-1 {
+			key := cur.Content[at]
+			cur.Content = slices.Delete(cur.Content, at, at+2)
+			// The comment above the key may be about what follows it (a
+			// section's heading): keep it, above the next key or at the
+			// mapping's end. The one on the key's line goes with it.
+			if hc := key.HeadComment; hc != "" {
+				if at < len(cur.Content) {
+					next := cur.Content[at]
+					next.HeadComment = joinComments(hc, next.HeadComment)
+				} else if at > 0 {
+					// Below the last key's value, without a blank line.
+					prev := cur.Content[at-2]
+					prev.FootComment = joinComments(prev.FootComment, hc)
+				} else {
+					cur.FootComment = joinComments(hc, cur.FootComment)
+				}
+			}
+			if len(cur.Content) == 0 && cur != root {
+				cur.Style |= yaml.FlowStyle // an emptied mapping reads "{}"
+			}
+			return true, nil
+		}
+		v := cur.Content[at+1]
+		if v.Kind == yaml.AliasNode {
+			return false, fmt.Errorf("%w: %s is an alias; edit the anchor instead", cas.ErrInvalid, strings.Join(segs[:i+1], "."))
+		}
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+			return false, nil
+		}
+		if v.Kind != yaml.MappingNode {
+			return false, fmt.Errorf("%w: %s is %s, not a mapping", cas.ErrInvalid, strings.Join(segs[:i+1], "."), yamldoc.Describe(v))
+		}
+		cur = v
+	}
+	return false, nil
+}
+
+// joinComments puts the comment a above b.
+func joinComments(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "\n" + b
 }
 
 // sameValue reports whether the existing scalar v already holds what val

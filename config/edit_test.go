@@ -175,3 +175,63 @@ func FuzzSetEnv(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdateDelete removes keys with Edit.Delete: the rest of the file and
+// its comments stay, the comment on the removed key's line goes with it,
+// and one above it moves to what follows.
+func TestUpdateDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		before  string
+		edits   []config.Edit
+		after   string // "" means unchanged
+		wantErr string
+	}{
+		{"top-level key and its line comment", commented,
+			[]config.Edit{{Path: "defaultAgent", Delete: true}},
+			"# my settings\nagents:\n  coder: # the main one\n    command: my-agent\n# providers for the llm agent\nproviders:\n  local: {baseURL: \"http://localhost:11434/v1\"}\n", ""},
+		{"the comment above moves to the next key", "defaultAgent: human\n# who may see\nsecrets: [TOKEN] # the bot's\nagentOverrides: {w: {r: synth}}\n",
+			[]config.Edit{{Path: "secrets", Delete: true}}, "defaultAgent: human\n# who may see\nagentOverrides: {w: {r: synth}}\n", ""},
+		{"the comment above the last key stays at the end", "defaultAgent: human\n# who may see\nsecrets: [TOKEN]\n",
+			[]config.Edit{{Path: "secrets", Delete: true}}, "defaultAgent: human\n# who may see\n", ""},
+		{"nested, the mapping emptied", "agents:\n  coder: {command: x}\ndefaultModel: \"\"\n",
+			[]config.Edit{{Path: "agents.coder", Delete: true}}, "agents: {}\ndefaultModel: \"\"\n", ""},
+		{"nested key of a block mapping", "providers:\n  p:\n    baseURL: http://x/v1\n    apiKeyEnv: K # key\n",
+			[]config.Edit{{Path: "providers.p.apiKeyEnv", Delete: true}}, "providers:\n  p:\n    baseURL: http://x/v1\n", ""},
+		{"set, then delete in one change", "secrets: [TOKEN]\n",
+			[]config.Edit{{Path: "defaultAgent", Value: "human"}, {Path: "secrets", Delete: true}}, "defaultAgent: human\n", ""},
+		{"missing key", commented, []config.Edit{{Path: "defaultModel", Delete: true}}, "", ""},
+		{"missing parent", commented, []config.Edit{{Path: "models.x.model", Delete: true}}, "", ""},
+		{"no file", "", []config.Edit{{Path: "defaultAgent", Delete: true}}, "", ""},
+		{"through a scalar", commented, []config.Edit{{Path: "defaultAgent.x", Delete: true}}, "", "defaultAgent is a string, not a mapping"},
+		{"leaves it invalid", "agents:\n  coder: {command: x}\ndefaultAgent: coder\n",
+			[]config.Edit{{Path: "agents.coder", Delete: true}}, "", `defaultAgent: unknown agent "coder"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := writeHome(t, tc.before)
+			changed, err := config.Update(home, tc.edits, builtins{})
+			if tc.wantErr != "" {
+				if err == nil || !errors.Is(err, cas.ErrInvalid) || !strings.Contains(err.Error(), tc.wantErr) || changed {
+					t.Fatalf("Update = %v, %v; want an invalid error containing %q", changed, err, tc.wantErr)
+				}
+			} else if err != nil || changed != (tc.after != "") {
+				t.Fatalf("Update = %v, %v; want changed %v", changed, err, tc.after != "")
+			}
+			b, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+			want := tc.after
+			if want == "" {
+				want = tc.before
+			}
+			if tc.before == "" && tc.after == "" {
+				if !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("deleting from no file wrote one: %q", b)
+				}
+				return
+			}
+			if string(b) != want {
+				t.Errorf("config.yaml =\n%s\nwant\n%s", b, want)
+			}
+			mustLoad(t, home)
+		})
+	}
+}

@@ -53,6 +53,7 @@ var (
 // the entry leaves unset ([Config.Agent]).
 type Preset struct {
 	Name    string   // the preset's name, as agents.<name>.preset gives it
+	Tool    string   // the tool's name, for people ("Claude Code")
 	Command string   // the program, looked up in PATH
 	Args    []string // the non-interactive flags
 	Prompt  string   // how the prompt is passed: PromptStdin, PromptArg or PromptFile
@@ -80,7 +81,7 @@ var presets = []Preset{
 		// structured output: its text is read by OutputAider, whose shape
 		// (banner, answer, "Tokens: ... Cost: ..." report) is not
 		// documented, hence experimental.
-		Name: "aider", Command: "aider",
+		Name: "aider", Tool: "Aider", Command: "aider",
 		Args:   []string{"--yes-always", "--no-pretty", "--no-stream"},
 		Prompt: PromptFile, PromptFlag: "--message-file", Output: OutputAider,
 		Source:       "https://aider.chat/docs/scripting.html",
@@ -93,7 +94,7 @@ var presets = []Preset{
 		// --permission-mode acceptEdits so edits in the working folder
 		// need no approval; read from `claude --help` of
 		// @anthropic-ai/claude-code@2.1.197.
-		Name: "claude-code", Command: "claude",
+		Name: "claude-code", Tool: "Claude Code", Command: "claude",
 		Args:   []string{"-p", "--output-format", "json", "--permission-mode", "acceptEdits"},
 		Prompt: PromptStdin, Output: OutputClaudeCode,
 		Source: "npm @anthropic-ai/claude-code@2.1.197 (claude --help)",
@@ -105,7 +106,7 @@ var presets = []Preset{
 		// --sandbox workspace-write lets it edit the working
 		// folder (without a prompt argument it reads the prompt from
 		// stdin); read from `codex exec --help` of @openai/codex@0.169.0.
-		Name: "codex", Command: "codex",
+		Name: "codex", Tool: "Codex CLI", Command: "codex",
 		Args:   []string{"exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check"},
 		Prompt: PromptStdin, Output: OutputCodex,
 		Source: "npm @openai/codex@0.169.0 (codex exec --help)",
@@ -117,7 +118,7 @@ var presets = []Preset{
 		// the workspace run without --force. From
 		// https://cursor.com/docs/cli/reference/output-format and
 		// https://cursor.com/docs/cli/headless (the CLI is not on npm).
-		Name: "cursor", Command: "agent",
+		Name: "cursor", Tool: "Cursor CLI", Command: "agent",
 		Args:   []string{"-p", "--output-format", "json"},
 		Prompt: PromptArg, Output: OutputCursor,
 		Source: "https://cursor.com/docs/cli/reference/output-format",
@@ -127,7 +128,7 @@ var presets = []Preset{
 		// read from it), --output-format json (session_id, response, stats.models.*.tokens,
 		// error), --approval-mode auto_edit; read from `gemini --help` of
 		// @google/gemini-cli@0.61.0 and https://geminicli.com/docs/cli/headless.
-		Name: "gemini", Command: "gemini",
+		Name: "gemini", Tool: "Gemini CLI", Command: "gemini",
 		Args:   []string{"--output-format", "json", "--approval-mode", "auto_edit"},
 		Prompt: PromptStdin, Output: OutputGemini,
 		Source: "npm @google/gemini-cli@0.61.0 (gemini --help)",
@@ -137,7 +138,7 @@ var presets = []Preset{
 		// prints only the final answer, per third-party cheat sheets; its
 		// help could not be read (not on npm or PyPI under its name), so
 		// the preset is experimental. No structured output.
-		Name: "hermes", Command: "hermes",
+		Name: "hermes", Tool: "Hermes Agent", Command: "hermes",
 		Prompt: PromptArg, PromptFlag: "-z", Output: OutputText,
 		Source:       "https://hermes-agent.nousresearch.com/docs (not confirmed)",
 		Experimental: true,
@@ -147,7 +148,7 @@ var presets = []Preset{
 		// (text, step_finish with tokens and cost, error), each with the
 		// sessionID; it reads the message from stdin when stdin is not a
 		// terminal; read from `opencode run --help` of opencode-ai@1.18.33.
-		Name: "opencode", Command: "opencode",
+		Name: "opencode", Tool: "opencode", Command: "opencode",
 		Args:   []string{"run", "--format", "json"},
 		Prompt: PromptStdin, Output: OutputOpenCode,
 		Source: "npm opencode-ai@1.18.33 (opencode run --help)",

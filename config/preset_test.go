@@ -60,7 +60,7 @@ func TestPresetsTable(t *testing.T) {
 		t.Fatalf("Presets() has %d presets, want at least 7", len(ps))
 	}
 	for i, p := range ps {
-		if p.Command == "" || p.Source == "" || !contains(config.PromptModes, p.Prompt) || !contains(config.OutputFormats, p.Output) {
+		if p.Command == "" || p.Tool == "" || p.Source == "" || !contains(config.PromptModes, p.Prompt) || !contains(config.OutputFormats, p.Output) {
 			t.Errorf("preset %+v is incomplete", p)
 		}
 		if i > 0 && ps[i-1].Name >= p.Name {

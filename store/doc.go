@@ -25,7 +25,9 @@
 // [Open] creates the store on first use: the disk store's folder (and its
 // parent folders), or the PostgreSQL schema and tables, then the built-in
 // schemas. This is safe when several processes start at once on the same
-// URL: one creates the store and the others open it.
+// URL: one creates the store and the others open it. With
+// Options.NoCreate, Open creates and initialises nothing: it opens a store
+// that is there, or fails (wrapping cas.ErrNotFound) where there is none.
 //
 // # Secrets
 //

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -146,10 +148,16 @@ type Options struct {
 	// Logger receives the backend's and the typed layer's events, and a
 	// debug event naming the store opened; nil discards them.
 	Logger *slog.Logger
+	// NoCreate opens only a store that is there, and writes nothing to
+	// it: no folder, schema or table is created, a store whose creation
+	// was cut short is not initialised, and where there is no store the
+	// error wraps [cas.ErrNotFound]. For readers that must never write
+	// (shell completion).
+	NoCreate bool
 }
 
 // Open opens the store at rawURL, creating it on first use (safe when
-// several processes do so at once), and returns the typed layer over it
+// several processes do so at once; not with Options.NoCreate), and returns the typed layer over it
 // and a function that releases the backend (call it when done with repo;
 // it cannot fail).
 //
@@ -157,7 +165,8 @@ type Options struct {
 // *[DurabilityError] for a bad Options.Durability (nothing is created
 // then); an error opening the backend names the store, with any password
 // redacted, and wraps the backend's ([cas.ErrFormat] for a store of an
-// unknown format version).
+// unknown format version; [cas.ErrNotFound] for no store, with
+// Options.NoCreate).
 func Open(ctx context.Context, rawURL string, opts *Options) (repo *cas.Repo, release func(), err error) {
 	var o Options
 	if opts != nil {
@@ -188,15 +197,24 @@ func openDisk(ctx context.Context, loc Location, o Options) (*cas.Repo, func(), 
 	if err != nil {
 		return nil, nil, &DurabilityError{Value: mode}
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(loc.Dir)), 0o700); err != nil {
-		return nil, nil, fmt.Errorf("open store %s: create its parent folder: %w", loc.Dir, err)
+	dopts := &disk.Options{Durability: d, Now: o.Now, Logger: o.Logger}
+	var st *disk.Store
+	if o.NoCreate {
+		st, err = disk.Open(loc.Dir, dopts)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("open store %s: %w: no store there (nothing was created)", loc.Dir, cas.ErrNotFound)
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(filepath.Clean(loc.Dir)), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("open store %s: create its parent folder: %w", loc.Dir, err)
+		}
+		st, err = disk.OpenOrCreate(loc.Dir, dopts)
 	}
-	st, err := disk.OpenOrCreate(loc.Dir, &disk.Options{Durability: d, Now: o.Now, Logger: o.Logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store %s: %w", loc.Dir, err)
 	}
 	o.Logger.Debug("opened store", "dir", loc.Dir, "durability", mode)
-	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: o.Logger})
+	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: o.Logger, NoInit: o.NoCreate})
 	if err != nil {
 		st.Close()
 		return nil, nil, fmt.Errorf("open store %s: %w", loc.Dir, err)
@@ -207,12 +225,12 @@ func openDisk(ctx context.Context, loc Location, o Options) (*cas.Repo, func(), 
 // openPostgres opens (or creates) the PostgreSQL store at url.
 func openPostgres(ctx context.Context, url string, o Options) (*cas.Repo, func(), error) {
 	name := secret.RedactURL(url)
-	st, err := postgres.Open(ctx, url, &postgres.Options{Logger: o.Logger})
+	st, err := postgres.Open(ctx, url, &postgres.Options{Logger: o.Logger, NoCreate: o.NoCreate})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open store %s: %w", name, err)
 	}
 	o.Logger.Debug("opened store", "postgres", name)
-	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: o.Logger})
+	repo, err := cas.Open(ctx, st, st.Refs(), &cas.Options{Logger: o.Logger, NoInit: o.NoCreate})
 	if err != nil {
 		st.Close()
 		return nil, nil, fmt.Errorf("open store %s: %w", name, err)

@@ -177,6 +177,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err == nil && v > cas.LatestFormat {
 		return s.newerErr(v)
 	}
+	if s.noCreate {
+		var pe *pgconn.PgError
+		if err == nil || errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
+			return fmt.Errorf("%w: no store in schema %s (nothing was created)", cas.ErrNotFound, s.schema)
+		}
+		return err
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(s.schema, "migrate", "")); err != nil {
 			return fmt.Errorf("lock for migration: %w", err)

@@ -52,6 +52,11 @@ type Options struct {
 	// store's pools (pgx's tracer interfaces): for diagnostics, and for
 	// tests that count round trips.
 	Tracer pgx.QueryTracer
+	// NoCreate opens only a store that is there: where the schema has no
+	// store (no schema, or no recorded format version), Open fails with an
+	// error wrapping [cas.ErrNotFound] and creates nothing (for readers
+	// that must never write, such as shell completion).
+	NoCreate bool
 }
 
 // Store is a [cas.Store] and [cas.BatchPutter] kept in PostgreSQL, for many
@@ -72,6 +77,8 @@ type Store struct {
 	// lock keys, distinct per schema
 	storeKey, gcKey int64
 
+	noCreate bool // Options.NoCreate: Open creates nothing
+
 	listen listener    // wakes the watchers (watch.go)
 	notify notifier    // tells other processes' watchers (notify.go)
 	reads  sharedReads // lets them share their reads
@@ -91,7 +98,7 @@ var (
 // Open connects to the PostgreSQL database at url (a "postgres://..." URL
 // or a key=value connection string, as pgx accepts it; a URL may name the
 // SQL schema with ?schema=NAME), creates the schema
-// and its tables if they are absent and migrates older ones, under an
+// and its tables if they are absent (unless [Options.NoCreate]) and migrates older ones, under an
 // advisory lock so that concurrent Opens are safe. If the schema was made
 // by a newer version of this package the error wraps [cas.ErrFormat] and
 // nothing is changed. A nil opts means defaults.
@@ -141,6 +148,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	s := &Store{
 		connCf:   cfg.ConnConfig.Copy(),
 		schema:   o.Schema,
+		noCreate: o.NoCreate,
 		q:        newQueries(o.Schema),
 		log:      logger,
 		sum:      cas.Sum,

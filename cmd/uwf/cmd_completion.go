@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -214,6 +212,9 @@ func (cp *completer) flagValues(ctx context.Context, name string, path []*cli.Co
 	case "workflow":
 		return cp.refNames(ctx, registry.RefPrefix, false)
 	case "agent":
+		if len(path) > 0 && path[len(path)-1].Name == "init" {
+			return cp.initAgents()
+		}
 		return cp.agents()
 	case "status":
 		return words(thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended)
@@ -299,27 +300,19 @@ func words(ws ...string) []candidate {
 // refNames lists the refs under prefix, named without it; newest first
 // lists them in reverse order (thread IDs are ULIDs, ordered by time).
 // No store, or one that cannot be read in time, gives none; a missing
-// disk store is not created.
+// store is not created (on disk or in PostgreSQL), nor a new one
+// initialised.
 func (cp *completer) refNames(ctx context.Context, prefix string, newestFirst bool) []candidate {
 	s := &session{home: cp.home, store: cp.store}
 	raw, err := s.storeRaw()
 	if err != nil {
 		return nil
 	}
-	loc, err := store.Parse(raw)
-	if err != nil {
-		return nil
-	}
-	if loc.Postgres == "" {
-		// The disk store's FORMAT file (docs/FORMAT.md) marks a store;
-		// without it there is nothing to list, and Open would create one.
-		if _, err := os.Stat(filepath.Join(loc.Dir, "FORMAT")); err != nil {
-			return nil
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	repo, release, err := store.Open(ctx, raw, &store.Options{Durability: "none"})
+	// NoCreate: completion never writes. Where there is no store (no
+	// folder, no PostgreSQL schema) it lists nothing and creates nothing.
+	repo, release, err := store.Open(ctx, raw, &store.Options{Durability: "none", NoCreate: true})
 	if err != nil {
 		return nil
 	}
@@ -352,6 +345,23 @@ func (cp *completer) agents() []candidate {
 		}
 	}
 	return append(out, candidate{"human", "built in"}, candidate{"llm", "built in"}, candidate{"synth", "built in"})
+}
+
+// initAgents lists what uwf init --agent takes: the configured and
+// built-in agents, the agent CLIs of the presets not configured yet
+// (described by their tool), and none.
+func (cp *completer) initAgents() []candidate {
+	out := cp.agents()
+	for _, a := range agentCLIs() {
+		if !slices.ContainsFunc(out, func(c candidate) bool { return c.word == a.name }) {
+			desc := a.preset.Tool + ", preset " + a.preset.Name
+			if a.preset.Experimental {
+				desc += " (experimental)"
+			}
+			out = append(out, candidate{a.name, desc})
+		}
+	}
+	return append(out, candidate{"none", "no default agent"})
 }
 
 // settings lists the settings of config.yaml as dot paths.

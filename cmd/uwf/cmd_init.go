@@ -19,6 +19,7 @@ import (
 
 	"github.com/uncaged/uwf/agent"
 	"github.com/uncaged/uwf/config"
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/internal/yamldoc"
 )
 
@@ -31,16 +32,18 @@ func initCommand() *cli.Command {
 		Usage:   "set up config.yaml and .env: the LLM provider, model and API key, and the default agent",
 		Description: `On a terminal, asks for the LLM provider, its base URL, the model, the API key
 (not echoed) and the default agent, offering the agent CLIs found on PATH
-(claude, codex, cursor-agent, gemini, hermes, aider, opencode); Enter takes
-the [default]. A flag answers its question, which is then not asked. When
+(the programs of the agent presets: claude, codex, agent (Cursor), gemini,
+opencode, and the experimental aider and hermes); Enter takes the
+[default]. A flag answers its question, which is then not asked. When
 stdin is not a terminal nothing is asked: each answer comes from its flag,
 else from the existing configuration, else (with --yes) from the default;
 a missing one is a usage error naming the flags to pass.
 
 Writes config.yaml (the provider, a model named after it, defaultModel,
-defaultAgent, and an entry for a chosen agent CLI) and the key into .env
-(mode 0600) under the variable that providers.<p>.apiKeyEnv names; the key
-is never printed. Run it again to change answers: it edits both files,
+defaultAgent, and for a chosen agent CLI an entry naming its preset, such
+as claude: {preset: claude-code}; none removes defaultAgent) and the key
+into .env (mode 0600) under the variable that providers.<p>.apiKeyEnv
+names; the key is never printed. Run it again to change answers: it edits both files,
 keeping their comments and every other setting. The result is validated
 before anything is written; then it prints what it set and the next
 command to run.`,
@@ -113,78 +116,99 @@ func findProvider(name string) (knownProvider, bool) {
 }
 
 // agentCLI is a coding agent's command line that uwf init offers as an
-// agent: run in its headless mode, it reads the prompt on stdin and
-// prints its answer on stdout, as uwf's agent protocol wants
-// (docs/AGENTS.md).
+// agent: a built-in preset (config.Presets, docs/AGENTS.md), under the
+// agent name users expect.
 type agentCLI struct {
-	name    string   // the agent's name in config.yaml
-	command string   // the program, looked up in PATH
-	title   string   // the tool's name, for people
-	args    []string // its headless mode
-	source  string   // where that mode is documented
+	name   string // the agent's name in config.yaml
+	preset config.Preset
 }
 
-var agentCLIs = []agentCLI{
-	{"claude", "claude", "Claude Code", []string{"-p", "--output-format", "text"}, "https://docs.claude.com/en/docs/claude-code/headless"},
-	{"codex", "codex", "Codex CLI", []string{"exec", "-"}, "https://developers.openai.com/codex/noninteractive"},
-	{"cursor", "cursor-agent", "Cursor CLI", []string{"-p", "--output-format", "text"}, "https://docs.cursor.com/en/cli/headless"},
-	{"gemini", "gemini", "Gemini CLI", []string{}, "https://geminicli.com/docs/cli/headless"},
-	{"hermes", "hermes", "Hermes Agent", []string{"chat", "--oneshot", "--query-file", "-"}, "https://hermes-agent.nousresearch.com/docs/user-guide/cli"},
-	{"aider", "aider", "Aider", []string{"--message-file", "/dev/stdin", "--yes-always", "--no-pretty", "--no-stream"}, "https://aider.chat/docs/scripting.html"},
-	{"opencode", "opencode", "opencode", []string{"run"}, "https://opencode.ai/docs/cli/"},
+// agentCLIs are the presets as uwf init offers them: the confirmed ones
+// first, then the experimental ones, each in the presets' order. The
+// agent's name is the preset's, shortened to its command where the
+// preset's name begins with it ("claude" for claude-code: what users
+// type), so that uwf init --agent claude works as they expect.
+func agentCLIs() []agentCLI {
+	var out, experimental []agentCLI
+	for _, p := range config.Presets() {
+		a := agentCLI{name: p.Name, preset: p}
+		if strings.HasPrefix(p.Name, p.Command+"-") {
+			a.name = p.Command
+		}
+		if p.Experimental {
+			experimental = append(experimental, a)
+		} else {
+			out = append(out, a)
+		}
+	}
+	return append(out, experimental...)
 }
 
+// agentCLINames names the agent CLIs for --agent's help, the
+// experimental ones said so.
 func agentCLINames() []string {
 	var out []string
-	for _, a := range agentCLIs {
-		out = append(out, a.command)
+	for _, a := range agentCLIs() {
+		if a.preset.Experimental {
+			out = append(out, a.name+" (experimental)")
+		} else {
+			out = append(out, a.name)
+		}
 	}
 	return out
 }
 
-// findAgentCLI finds an agent CLI by its agent name or its command.
+// findAgentCLI finds an agent CLI by its agent name, its preset's name or
+// its command.
 func findAgentCLI(name string) (agentCLI, bool) {
-	for _, a := range agentCLIs {
-		if a.name == name || a.command == name {
+	for _, a := range agentCLIs() {
+		if a.name == name || a.preset.Name == name || a.preset.Command == name {
 			return a, true
 		}
 	}
 	return agentCLI{}, false
 }
 
-// detectAgentCLIs returns the agent CLIs found on PATH, in the table's
-// order.
+// detectAgentCLIs returns the agent CLIs whose preset's command is on
+// PATH, in agentCLIs' order.
 func detectAgentCLIs() []agentCLI {
 	var out []agentCLI
-	for _, a := range agentCLIs {
-		if _, err := exec.LookPath(a.command); err == nil {
+	for _, a := range agentCLIs() {
+		if _, err := exec.LookPath(a.preset.Command); err == nil {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-// entry is the agents.<name> value written for a, as YAML flow.
-func (a agentCLI) entry() string {
-	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "command"}, &yaml.Node{Kind: yaml.ScalarNode, Value: a.command})
-	if len(a.args) > 0 {
-		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-		for _, s := range a.args {
-			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: s})
-		}
-		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "args"}, seq)
+// offer names a for people: "claude (Claude Code)", "aider (Aider,
+// experimental preset)".
+func (a agentCLI) offer() string {
+	if a.preset.Experimental {
+		return a.name + " (" + a.preset.Tool + ", experimental preset)"
 	}
+	return a.name + " (" + a.preset.Tool + ")"
+}
+
+// entry is the agents.<name> value written for a, as YAML flow: the
+// preset alone, so that a later change of the preset reaches it.
+func (a agentCLI) entry() string {
+	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: "preset"}, {Kind: yaml.ScalarNode, Value: a.preset.Name},
+	}}
 	b, err := yaml.Marshal(m)
 	if err != nil {
-		panic(err) // scalars and flow collections of them always encode
+		panic(err) // a flow mapping of two scalars always encodes
 	}
 	return strings.TrimSpace(string(b))
 }
 
-// commandLine is a's command with its arguments, for people.
-func (a agentCLI) commandLine() string {
-	return strings.TrimSpace(a.command + " " + strings.Join(a.args, " "))
+// comment is the comment written above a's entry.
+func (a agentCLI) comment() string {
+	if a.preset.Experimental {
+		return fmt.Sprintf("%s in its headless mode (preset %s, experimental: not confirmed from its own documentation or help; docs/AGENTS.md), added by uwf init", a.preset.Tool, a.preset.Name)
+	}
+	return fmt.Sprintf("%s in its headless mode (preset %s, docs/AGENTS.md), added by uwf init", a.preset.Tool, a.preset.Name)
 }
 
 // initFlags are uwf init's flags.
@@ -274,7 +298,8 @@ type initResult struct {
 	APIKeyEnv    string   `json:"apiKeyEnv,omitempty"`
 	APIKey       string   `json:"apiKey"` // where the key is: ".env", "environment", "none needed" or "missing"
 	DefaultAgent string   `json:"defaultAgent,omitempty"`
-	AgentCLIs    []string `json:"agentCLIs"` // found on PATH
+	AgentCLIs    []string `json:"agentCLIs"`       // found on PATH
+	Notes        []string `json:"notes,omitempty"` // what still stands in the way (the default agent's program not on PATH)
 	Next         string   `json:"next"`
 }
 
@@ -294,16 +319,20 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 	detected := detectAgentCLIs()
 	res := initResult{Config: filepath.Join(home, config.File), Env: filepath.Join(home, config.EnvFile), AgentCLIs: []string{}}
 	for _, a := range detected {
-		res.AgentCLIs = append(res.AgentCLIs, a.command)
+		res.AgentCLIs = append(res.AgentCLIs, a.name)
 	}
 	if r.ask != nil {
 		r.ask.say("Setting up %s (config.yaml, .env); Enter takes the [default].\n", home)
 		if len(detected) == 0 {
-			r.ask.say("Agent CLIs on PATH: none of %s.\n", strings.Join(agentCLINames(), ", "))
+			var commands []string
+			for _, a := range agentCLIs() {
+				commands = append(commands, a.preset.Command)
+			}
+			r.ask.say("Agent CLIs on PATH: none of %s.\n", strings.Join(commands, ", "))
 		} else {
 			var names []string
 			for _, a := range detected {
-				names = append(names, a.command+" ("+a.title+")")
+				names = append(names, a.offer())
 			}
 			r.ask.say("Agent CLIs on PATH: %s.\n", strings.Join(names, ", "))
 		}
@@ -490,7 +519,7 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 	agentDef := "none"
 	switch {
 	case len(detected) > 0:
-		agentDef = detected[0].command
+		agentDef = detected[0].name
 	case res.Model != "" || hasModel:
 		agentDef = "llm"
 	}
@@ -522,22 +551,23 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 	if len(r.missing) > 0 {
 		return usageErrorf(s.cmd, "stdin is not a terminal, so nothing can be asked, and no answer was given for: %s (pass them; --yes takes the defaults where there are some)", strings.Join(r.missing, ", "))
 	}
-	if agentOK && agentName != "none" {
+	switch {
+	case !agentOK:
+	case agentName == "none":
+		// No default agent: one set before goes.
+		edits = append(edits, config.Edit{Path: "defaultAgent", Delete: true})
+	default:
 		name := agentName
-		if a, ok := findAgentCLI(agentName); ok && cfg.Agents[agentName].Command == "" {
+		_, configured := cfg.Agents[agentName]
+		if a, ok := findAgentCLI(agentName); ok && !configured {
+			// An agent CLI: an entry of its preset, unless config.yaml has
+			// one of that name already (used as it is).
 			name = a.name
 			if _, ok := cfg.Agents[a.name]; !ok {
-				edits = append(edits, config.Edit{Path: "agents." + a.name, Value: a.entry(), IfUnset: true,
-					Comment: fmt.Sprintf("%s in its headless mode, added by uwf init (%s)", a.title, a.source)})
-			}
-			if _, err := exec.LookPath(a.command); err != nil && r.ask != nil {
-				r.ask.say("  note: %s is not on PATH yet\n", a.command)
+				edits = append(edits, config.Edit{Path: "agents." + a.name, Value: a.entry(), IfUnset: true, Comment: a.comment()})
 			}
 		}
 		edits = append(edits, config.Edit{Path: "defaultAgent", Value: name})
-		res.DefaultAgent = name
-	} else if cfg.DefaultAgent != "" {
-		res.DefaultAgent = cfg.DefaultAgent
 	}
 
 	// Write, config.yaml first: it is validated as a whole before it is
@@ -567,23 +597,61 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 			return fmt.Errorf("uwf init: defaultModel does not name a model of a provider in %s", res.Config)
 		}
 	}
-	res.Next = initNext(s, res)
+	// The default agent as a run would take it: it resolves, and its
+	// program (if it has one) is found; one that is not is a note, since
+	// it may be installed later.
+	res.DefaultAgent = after.DefaultAgent
+	if res.DefaultAgent != "" {
+		name, spec, err := agent.Resolve(after, "", "", "")
+		if err != nil {
+			return fmt.Errorf("uwf init wrote a default agent that does not resolve: %w", err)
+		}
+		if !agent.IsBuiltin(name) {
+			if err := agent.Check(ctx, name, spec, "", &agent.Options{Config: after}); err != nil {
+				res.Notes = append(res.Notes, err.Error())
+			}
+		}
+	}
+	res.Next = initNext(s, res, home)
 	if s.json {
 		return writeJSON(w, res)
 	}
 	return printInit(w, res, after)
 }
 
-// initNext is the command to run next.
-func initNext(s *session, res initResult) string {
-	home := ""
+// initNext is the command to run next, runnable as printed: with the
+// --home and --store this command line gave (the environment's are
+// inherited anyway; a store's password shown as xxxxx, and said so). The
+// example workflow is registered from examples/review-loop.yaml where the
+// working folder has it (a checkout of uwf), else by uwf demo, which
+// registers its bundled copy in this home and runs it offline.
+func initNext(s *session, res initResult, home string) string {
+	uwf, hidden := "uwf", false
 	if s.home != "" && os.Getenv("UWF_HOME") != s.home {
-		home = " --home " + shellWord(s.home)
+		uwf += " --home " + shellWord(s.home)
 	}
-	if res.DefaultAgent == "" {
-		return "uwf" + home + " demo    (offline; then choose an agent: uwf" + home + " init --agent <name>)"
+	if s.store != "" && os.Getenv("UWF_STORE") != s.store {
+		printable := secret.RedactURL(absStoreURL(s.store))
+		hidden = printable != absStoreURL(s.store)
+		uwf += " --store " + shellWord(printable)
 	}
-	return "uwf" + home + " workflow put examples/review-loop.yaml && uwf" + home + " thread run review-loop -p \"your task\""
+	var next string
+	switch _, err := os.Stat(filepath.Join("examples", "review-loop.yaml")); {
+	case res.DefaultAgent == "":
+		next = uwf + " demo    (offline; then choose an agent: " + uwf + " init --agent <name>)"
+	case err == nil:
+		next = uwf + " workflow put examples/review-loop.yaml && " + uwf + " thread run review-loop -p \"your task\""
+	default:
+		demo := uwf
+		if s.home == "" {
+			demo += " --home " + shellWord(home) // else demo takes a temporary home
+		}
+		next = demo + " demo && " + uwf + " thread run review-loop -p \"your task\""
+	}
+	if hidden {
+		next += "    (the store's password is shown as xxxxx: put yours back, or set UWF_STORE and drop --store)"
+	}
+	return next
 }
 
 // shellWord quotes s for a POSIX shell if it holds anything but letters,
@@ -626,12 +694,22 @@ func printInit(w io.Writer, res initResult, cfg *config.Config) error {
 	case res.DefaultAgent == "":
 		fmt.Fprintf(&b, "  defaultAgent   none\n")
 	case ok:
-		fmt.Fprintf(&b, "  defaultAgent   %s: %s\n", res.DefaultAgent, strings.TrimSpace(a.Command+" "+strings.Join(a.Args, " ")))
+		preset := ""
+		if p, ok := config.PresetByName(a.Preset); ok {
+			preset = " (preset " + p.Name + ")"
+			if p.Experimental {
+				preset = " (preset " + p.Name + ", experimental: not confirmed from the tool's own documentation or help)"
+			}
+		}
+		fmt.Fprintf(&b, "  defaultAgent   %s: %s%s\n", res.DefaultAgent, strings.TrimSpace(a.Command+" "+strings.Join(a.Args, " ")), preset)
 	default:
 		fmt.Fprintf(&b, "  defaultAgent   %s (built in)\n", res.DefaultAgent)
 	}
 	if len(res.AgentCLIs) > 0 {
 		fmt.Fprintf(&b, "  on PATH        %s\n", strings.Join(res.AgentCLIs, ", "))
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "  note           %s\n", n)
 	}
 	fmt.Fprintf(&b, "Next: %s\n", res.Next)
 	_, err := io.WriteString(w, b.String())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,6 +9,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/pgtest"
 )
 
 // completionEnv is a home with the example workflow registered, two
@@ -83,6 +89,9 @@ func TestComplete(t *testing.T) {
 		{words: []string{"config", "get", "def"}, want: []string{"defaultAgent"}},
 		{words: []string{"completion", ""}, want: []string{"bash", "zsh", "fish"}},
 		{words: []string{"init", "--provider", "o"}, want: []string{"openai", "openrouter", "ollama"}},
+		{words: []string{"init", "--agent", "c"}, want: []string{"coder", "claude", "codex", "cursor"}},
+		{words: []string{"init", "--agent", ""}, has: []string{"coder", "llm", "claude", "opencode", "aider", "hermes", "none"}},
+		{words: []string{"thread", "step", "x", "--agent", "c"}, want: []string{"coder"}},
 		{words: []string{"--home", other, "thread", "show", ""}}, // no store there
 		{words: []string{"nope", ""}},
 	} {
@@ -234,4 +243,106 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// TestCompleteWritesNothing completes thread ids where there is no store,
+// or one whose creation was cut short, on disk and (with
+// UWF_TEST_POSTGRES) in PostgreSQL: no candidates, and nothing created or
+// initialised: no folder, file, schema, table or ref.
+func TestCompleteWritesNothing(t *testing.T) {
+	t.Run("disk", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			prepare func(t *testing.T, dir string)
+		}{
+			{"no store", func(*testing.T, string) {}},
+			{"an empty folder", func(t *testing.T, dir string) {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"creation cut short", func(t *testing.T, dir string) {
+				st, err := disk.Create(dir, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st.Close()
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEnv(t)
+				tc.prepare(t, e.storeDir())
+				before := treeOf(t, e.home)
+				other := filepath.Join(t.TempDir(), "a", "store")
+				for _, words := range [][]string{{"thread", "show", ""}, {"--store", other, "workflow", "show", ""}} {
+					if got := e.completions(words...); len(got) != 0 {
+						t.Errorf("completions of %q = %q; want none", words, got)
+					}
+				}
+				if after := treeOf(t, e.home); !slices.Equal(after, before) {
+					t.Errorf("completion changed the home:\nbefore %q\nafter  %q", before, after)
+				}
+				if _, err := os.Stat(filepath.Dir(other)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("completion with --store %s created its parent folder", other)
+				}
+			})
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		base := pgtest.URL(t)
+		ctx := t.Context()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", pgtest.EnvVar, err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		count := func(sql, schema string) int {
+			t.Helper()
+			var n int
+			if err := conn.QueryRow(ctx, sql, schema).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		for _, empty := range []bool{false, true} {
+			schema := pgtest.Schema(t, "uwf_complete_")
+			if empty {
+				if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := newEnv(t)
+			url := base + sep + "schema=" + schema
+			if got := e.completions("--store", url, "thread", "show", ""); len(got) != 0 {
+				t.Errorf("completions = %q; want none", got)
+			}
+			t.Setenv("UWF_STORE", url)
+			if got := e.completions("workflow", "show", ""); len(got) != 0 {
+				t.Errorf("completions = %q; want none", got)
+			}
+			schemas := count("SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", schema)
+			tables := count("SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", schema)
+			if want := map[bool]int{false: 0, true: 1}[empty]; schemas != want || tables != 0 {
+				t.Errorf("after completing (empty schema %v): %d schemas named %s, %d tables in it; want %d and 0", empty, schemas, schema, tables, want)
+			}
+		}
+	})
+}
+
+// treeOf lists the paths under dir, relative to it (none if dir is absent).
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err == nil {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
 }

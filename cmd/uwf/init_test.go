@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/uncaged/uwf/agent"
+	"github.com/uncaged/uwf/config"
 )
 
 // testKey is the API key the tests type or pipe: it must appear in no
@@ -62,7 +66,9 @@ func TestInitGolden(t *testing.T) {
 	tr.run("", "init")
 	tr.run("", "init", "--provider", "openai", "--agent", "claude")
 	tr.run(testKey+"\n", "init", "--provider", "openai", "--api-key-stdin", "--agent", "claude", "--yes")
-	tr.run("", "init", "--model", "gpt-4o", "--agent", "human")
+	tr.run("", "init", "--agent", "cursor")                     // a preset whose program is not on PATH: a note
+	tr.run("", "init", "--model", "gpt-4o", "--agent", "human") // the cursor entry stays
+	tr.run("", "init", "--agent", "none")                       // defaultAgent goes
 	tr.run("", "init", "--base-url", "ftp://example.com")
 	tr.run("", "init", "--agent", "nobody")
 	tr.run("", "setup", "--provider", "ollama", "--agent", "llm", "--json", "--yes")
@@ -120,14 +126,15 @@ agentOverrides:
 	}
 	// A second provider with a key: added beside the first, the key
 	// replaced in place in .env, its export and comment kept.
-	out = e.ok(testKey, "init", "--provider", "anthropic", "--api-key-stdin", "--agent", "codex", "--yes")
-	if strings.Contains(out, testKey) {
-		t.Errorf("the key was printed:\n%s", out)
+	// (With the debug log on: the key is in no log either.)
+	r := e.run(testKey, "--log-level", "debug", "init", "--provider", "anthropic", "--api-key-stdin", "--agent", "codex", "--yes")
+	if r.code != 0 || !strings.Contains(r.stderr, "level=DEBUG") || strings.Contains(r.stdout+r.stderr, testKey) {
+		t.Errorf("init with the debug log: %v\nwant exit 0, a debug log, and no key", r)
 	}
 	cfg = e.readConfig()
 	for _, want := range []string{"# mine", "coder: # my wrapper", "# first", "anthropic:", "baseURL: https://api.anthropic.com/v1",
 		"apiKeyEnv: ANTHROPIC_API_KEY", "defaultModel: anthropic", "defaultAgent: codex # the usual",
-		"# Codex CLI in its headless mode, added by uwf init", "codex: {command: codex, args: [exec, '-']}"} {
+		"# Codex CLI in its headless mode (preset codex, docs/AGENTS.md), added by uwf init\n  codex: {preset: codex}"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config.yaml lacks %q:\n%s", want, cfg)
 		}
@@ -153,6 +160,27 @@ agentOverrides:
 	out = e.ok("", "init", "--provider", "anthropic", "--agent", "codex")
 	if !strings.Contains(out, "config.yaml is unchanged.") || e.readConfig() != before {
 		t.Errorf("an unchanged re-run rewrote config.yaml:\n%s", out)
+	}
+
+	// No default agent: defaultAgent goes (with the comment on its line),
+	// the agents and everything else stay; again, nothing changes.
+	out = e.ok("", "init", "--agent", "none")
+	cfg = e.readConfig()
+	if want := strings.Replace(before, "defaultAgent: codex # the usual\n", "", 1); cfg != want || want == before {
+		t.Errorf("init --agent none: config.yaml =\n%s\nwant\n%s", cfg, want)
+	}
+	if !strings.Contains(out, "defaultAgent   none") {
+		t.Errorf("init --agent none printed:\n%s", out)
+	}
+	if out = e.ok("", "init", "--agent", "none"); !strings.Contains(out, "config.yaml is unchanged.") || e.readConfig() != cfg {
+		t.Errorf("init --agent none again:\n%s", out)
+	}
+	// The preset's name and its program name the same agent.
+	for _, name := range []string{"claude-code", "claude"} {
+		e.ok("", "init", "--agent", name)
+		if cfg := e.readConfig(); !strings.HasSuffix(cfg, "\ndefaultAgent: claude\n") || strings.Count(cfg, "  claude: {preset: claude-code}\n") != 1 {
+			t.Errorf("init --agent %s: config.yaml =\n%s", name, cfg)
+		}
 	}
 }
 
@@ -298,11 +326,11 @@ func (p *ptySession) wait() (int, string) {
 // defaults offered, an answer corrected after a problem, the key typed
 // without echo; then the files, and the key in no output.
 func TestInitTerminal(t *testing.T) {
-	fakePath(t, "claude", "gemini")
+	fakePath(t, "claude", "gemini", "aider")
 	os.Unsetenv("OPENROUTER_API_KEY")
 	home := filepath.Join(t.TempDir(), "home")
 	p := startPTY(t, home, "init")
-	p.expect("Agent CLIs on PATH: claude (Claude Code), gemini (Gemini CLI).")
+	p.expect("Agent CLIs on PATH: claude (Claude Code), gemini (Gemini CLI), aider (Aider, experimental preset).")
 	p.expect("LLM provider (openai, anthropic, openrouter, gemini, groq, deepseek, mistral, ollama, a name of your own, or none) [openai]: ")
 	p.send("openrouter\n")
 	p.expect("Base URL of openrouter's OpenAI-compatible API [https://openrouter.ai/api/v1]: ")
@@ -311,9 +339,9 @@ func TestInitTerminal(t *testing.T) {
 	p.send("anthropic/claude-3.5-haiku\n")
 	p.expect("API key, kept in .env as OPENROUTER_API_KEY (not shown; Enter to skip): ")
 	p.send(testKey[:6] + "Zz\x7f\x7f" + testKey[6:] + "\r") // two typos taken back; a terminal's Enter
-	p.expect("Default agent (claude, gemini, llm, human, synth, none) [claude]: ")
+	p.expect("Default agent (claude, gemini, aider, llm, human, synth, none) [claude]: ")
 	p.send("codexx\n")
-	p.expect("not an agent: choose one of claude, gemini, llm, human, synth, none")
+	p.expect("not an agent: choose one of claude, gemini, aider, llm, human, synth, none")
 	p.send("\n")
 	code, shown := p.wait()
 	if code != 0 {
@@ -324,7 +352,7 @@ func TestInitTerminal(t *testing.T) {
 		t.Errorf("the key was echoed or printed:\n%s", shown)
 	}
 	for _, want := range []string{"Wrote " + filepath.Join(home, "config.yaml"), "Wrote " + filepath.Join(home, ".env") + " (mode 0600): OPENROUTER_API_KEY.",
-		"defaultModel   openrouter: anthropic/claude-3.5-haiku", "defaultAgent   claude: claude -p --output-format text", "Next: uwf workflow put"} {
+		"defaultModel   openrouter: anthropic/claude-3.5-haiku", "defaultAgent   claude: claude -p --output-format json --permission-mode acceptEdits (preset claude-code)", "Next: uwf demo && uwf thread run review-loop"} {
 		if !strings.Contains(shown, want) {
 			t.Errorf("the terminal lacks %q:\n%s", want, shown)
 		}
@@ -335,7 +363,7 @@ func TestInitTerminal(t *testing.T) {
 	}
 	cfg := e.readConfig()
 	for _, want := range []string{"baseURL: https://openrouter.ai/api/v1", "apiKeyEnv: OPENROUTER_API_KEY", "model: anthropic/claude-3.5-haiku",
-		"defaultModel: openrouter", "claude: {command: claude, args: [-p, --output-format, text]}", "defaultAgent: claude"} {
+		"defaultModel: openrouter", "# Claude Code in its headless mode (preset claude-code, docs/AGENTS.md), added by uwf init\n  claude: {preset: claude-code}", "defaultAgent: claude"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config.yaml lacks %q:\n%s", want, cfg)
 		}
@@ -361,6 +389,20 @@ func TestInitTerminal(t *testing.T) {
 	}
 	if got := e.readEnvFile(); got != "OPENROUTER_API_KEY="+testKey+"\n" {
 		t.Errorf(".env after a re-run = %q", got)
+	}
+
+	// Once more, choosing no default agent: defaultAgent goes, the claude
+	// entry stays.
+	p = startPTY(t, home, "init", "--provider", "openrouter", "--base-url", "https://openrouter.ai/api/v1", "--model", "anthropic/claude-3.5-haiku")
+	p.expect("(not shown; Enter keeps the one in .env): ")
+	p.send("\n")
+	p.expect("[claude]: ")
+	p.send("none\n")
+	if code, shown := p.wait(); code != 0 || !strings.Contains(shown, "defaultAgent   none") {
+		t.Errorf("re-run choosing none: exit %d:\n%s", code, shown)
+	}
+	if cfg := e.readConfig(); strings.Contains(cfg, "defaultAgent") || !strings.Contains(cfg, "claude: {preset: claude-code}") {
+		t.Errorf("config.yaml after choosing none:\n%s", cfg)
 	}
 }
 
@@ -410,16 +452,27 @@ func TestInitJSON(t *testing.T) {
 	}
 	want := initResult{Config: filepath.Join(e.home, "config.yaml"), ConfigWrote: true, Env: filepath.Join(e.home, ".env"),
 		Provider: "groq", BaseURL: "https://api.groq.com/openai/v1", Model: "groq", ModelID: "llama-3.1-8b-instant", APIKeyEnv: "MY_GROQ_KEY",
-		APIKey: "environment", DefaultAgent: "aider", AgentCLIs: []string{"aider", "opencode"},
-		Next: `uwf workflow put examples/review-loop.yaml && uwf thread run review-loop -p "your task"`}
+		APIKey: "environment", DefaultAgent: "aider", AgentCLIs: []string{"opencode", "aider"},
+		Next: `uwf demo && uwf thread run review-loop -p "your task"`}
 	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
 		t.Errorf("init --json =\n%s\nwant\n%s", g, w)
 	}
 	if _, err := os.Stat(filepath.Join(e.home, ".env")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a key from the environment was written to .env")
 	}
-	if cfg := e.readConfig(); !strings.Contains(cfg, "aider: {command: aider, args: [--message-file, /dev/stdin, --yes-always, --no-pretty, --no-stream]}") {
+	if cfg := e.readConfig(); !strings.Contains(cfg, "# Aider in its headless mode (preset aider, experimental: not confirmed from its own documentation or help; docs/AGENTS.md), added by uwf init\n  aider: {preset: aider}") {
 		t.Errorf("config.yaml:\n%s", cfg)
+	}
+	// The entry is the preset's whole: what the preset says now is what
+	// runs, so a later change of the preset reaches it.
+	c, err := config.Load(e.home, agent.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := config.PresetByName("aider")
+	a, ok := c.Agent("aider")
+	if !ok || a.Command != p.Command || !slices.Equal(a.Args, p.Args) || a.Prompt != p.Prompt || a.PromptFlag != p.PromptFlag || a.Output != p.Output {
+		t.Errorf("agent aider = %+v, want preset %+v", a, p)
 	}
 }
 
@@ -447,6 +500,44 @@ func TestInitTerminalEOF(t *testing.T) {
 			}
 			if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("init wrote its home after the input ended")
+			}
+		})
+	}
+}
+
+// TestInitNext checks the command uwf init prints next: the --home and
+// --store of the command line kept (the environment's inherited), a
+// store's password hidden, and the example workflow registered from the
+// checkout's file where the working folder has it, else by uwf demo.
+func TestInitNext(t *testing.T) {
+	checkout := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(checkout, "examples"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(checkout, "examples", "review-loop.yaml"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	const run = ` thread run review-loop -p "your task"`
+	for _, tc := range []struct {
+		name, cwd, home, envHome, store, agent, want string
+	}{
+		{"checkout", checkout, "", "", "", "claude", "uwf workflow put examples/review-loop.yaml && uwf" + run},
+		{"elsewhere, the default home", elsewhere, "", "", "", "claude", "uwf --home /h/.uncaged/workflow demo && uwf" + run},
+		{"UWF_HOME", elsewhere, "/env/home", "/env/home", "", "claude", "uwf demo && uwf" + run},
+		{"--home", elsewhere, "/my home", "/env/home", "", "claude", "uwf --home '/my home' demo && uwf --home '/my home'" + run},
+		{"--store with a password", checkout, "", "", "postgres://u:hunter2@db/uwf", "claude",
+			"uwf --store postgres://u:xxxxx@db/uwf workflow put examples/review-loop.yaml && uwf --store postgres://u:xxxxx@db/uwf" + run +
+				"    (the store's password is shown as xxxxx: put yours back, or set UWF_STORE and drop --store)"},
+		{"no agent", elsewhere, "/h2", "", "", "", "uwf --home /h2 demo    (offline; then choose an agent: uwf --home /h2 init --agent <name>)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(tc.cwd)
+			t.Setenv("UWF_HOME", tc.envHome)
+			t.Setenv("UWF_STORE", "")
+			s := &session{home: tc.home, store: tc.store}
+			if got := initNext(s, initResult{DefaultAgent: tc.agent}, "/h/.uncaged/workflow"); got != tc.want {
+				t.Errorf("next =\n%s\nwant\n%s", got, tc.want)
 			}
 		})
 	}

@@ -18,7 +18,7 @@ import (
 // Session is what a coding agent reported about its run in its structured
 // output: the tool's session id, the model, token counts and cost. A
 // zero field was not reported (or was zero). Package thread records it in
-// the step's detail (the detail-session kind).
+// the step's detail (the detail-run kind).
 type Session struct {
 	Tool             string  // the output format that read it: "claude-code", "codex", ...
 	ID               string  // the tool's session (or thread) id, to resume it
@@ -35,7 +35,7 @@ type Session struct {
 // orNil returns s, or nil when it holds nothing but the tool's name: a
 // run that reported nothing of its session records none.
 // Counts are bounded to 2^53 and the cost to a finite amount, as a
-// detail-session node holds them.
+// detail-run node holds them.
 func (s *Session) orNil() *Session {
 	if s == nil || *s == (Session{Tool: s.Tool}) {
 		return nil

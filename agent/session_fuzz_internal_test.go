@@ -10,7 +10,7 @@ import (
 
 // FuzzReadOutput feeds arbitrary stdout and stderr to every structured
 // output reader: none panics, and what one reports has no negative count
-// or cost (they are stored in a detail-session node, whose schema forbids
+// or cost (they are stored in a detail-run node, whose schema forbids
 // them).
 func FuzzReadOutput(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "output", "*.std*"))

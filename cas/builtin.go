@@ -40,10 +40,11 @@ const (
 
 // Built-in schemas of format version 2 (see [versionTwo]).
 const (
-	// DetailSessionSchema (5Z6HQD551W637) types the record of one agent
-	// run that reported its session (id, model, token counts, cost): a
-	// detail node's fields plus a session object. Format version 2.
-	DetailSessionSchema Hash = 0x5f9a37694a1e1867
+	// DetailRunSchema (F2RQ12Y9KG94G) types the record of one agent run
+	// that a detail node cannot hold: a detail node's fields plus the
+	// session the agent reported (id, model, token counts, cost), who ran
+	// it under a lease (worker, build, attempt), or both. Format version 2.
+	DetailRunSchema Hash = 0xf162e11793382490
 	// RunSchema (C4K2R9MFVZ2ZE, format version 2) types a thread's place
 	// in the work queue, the node a ref runs/<thread> points at.
 	RunSchema Hash = 0xc24c584d1fbf8bee
@@ -114,7 +115,7 @@ var versionTwo = []struct {
 	name string
 	h    Hash
 }{
-	{"detail-session", DetailSessionSchema},
+	{"detail-run", DetailRunSchema},
 	{"thread-key", ThreadKeySchema},
 	{"run", RunSchema},   // workers: a thread's run record (runs/<thread>)
 	{"slot", SlotSchema}, // workers: a concurrency slot (slots/<workflow>/<i>)

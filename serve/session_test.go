@@ -8,7 +8,7 @@ import (
 )
 
 // TestAPISession: on every backend, a thread whose two steps' agents
-// reported sessions (a detail-session node each) answers GET
+// reported sessions (a detail-run node each) answers GET
 // /api/v1/threads/{id} with the last run's session and the totals of both
 // (exact: $0.10 + $0.20 is $0.30), and GET /api/v1/steps/{hash} with the
 // step's own session.

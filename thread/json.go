@@ -234,12 +234,30 @@ type StepJSON struct {
 	Raw         string          `json:"raw"`
 	Stderr      string          `json:"stderr"`
 	Attempts    []string        `json:"attempts"`
-	// Session is what the agent reported of its session (a detail-session
+	// Session is what the agent reported of its session (a detail-run
 	// node); absent if nothing.
 	Session *SessionJSON `json:"session,omitempty"`
+	// RunBy is the lease holder that ran the agent (a detail-run node);
+	// absent for a run under no lease.
+	RunBy *RunByJSON `json:"runBy,omitempty"`
 }
 
-// SessionJSON is a detail's session in JSON, as the detail-session node
+// RunByJSON is who ran a step's agent under a lease, in [StepJSON].
+type RunByJSON struct {
+	Worker  string `json:"worker"`
+	Build   string `json:"build,omitempty"`
+	Attempt int    `json:"attempt"`
+}
+
+// JSON returns r as [StepJSON] shows it (nil for nil).
+func (r *RunBy) JSON() *RunByJSON {
+	if r == nil {
+		return nil
+	}
+	return &RunByJSON{Worker: r.Worker, Build: r.Build, Attempt: r.Attempt}
+}
+
+// SessionJSON is a detail's session in JSON, as the detail-run node
 // holds it: fields not reported are absent.
 type SessionJSON struct {
 	Tool             string  `json:"tool"`
@@ -278,7 +296,7 @@ func (v *StepView) JSON() (*StepJSON, error) {
 		attempts = []string{}
 	}
 	return &StepJSON{v.Hash, st.Start, HashOrNull(st.Prev), skip, st.Depth, st.Role, st.Agent, st.StartedAt, st.CompletedAt,
-		st.Output, v.Output.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, v.Prompt, v.Raw, v.Stderr, attempts, d.Session.JSON()}, nil
+		st.Output, v.Output.Type, payload, st.Detail, d.EdgePrompt, d.ExitCode, d.DurationMs, v.Prompt, v.Raw, v.Stderr, attempts, d.Session.JSON(), d.RunBy.JSON()}, nil
 }
 
 // ReadingJSON is `thread read --json`.

@@ -152,12 +152,32 @@ type Detail struct {
 	ExitCode   int
 	DurationMs int64
 	// Session is what the agent reported of its session (a coding agent's
-	// structured output); nil if nothing. A detail with a session is a
-	// detail-session node (format version 2), one without a detail node.
+	// structured output); nil if nothing.
 	Session *Session
+	// RunBy names the lease holder that ran the agent; nil for a run
+	// under no lease. A detail with a Session or a RunBy is a detail-run
+	// node (format version 2), one with neither a detail node.
+	RunBy *RunBy
 }
 
-// Session is the session object of a detail-session node: what a coding
+// RunBy is who ran an agent under a lease, in a detail-run node: the
+// worker (the lease holder's name), its build and the claim attempt.
+type RunBy struct {
+	Worker  string // the lease holder
+	Build   string // its build (a version); "" if it gave none
+	Attempt int    // the claim attempt: 1 for the first, one more at each takeover
+}
+
+// String renders who ran it for people: "worker w1 build v1.2 attempt 2".
+func (r *RunBy) String() string {
+	s := "worker " + r.Worker
+	if r.Build != "" {
+		s += " build " + r.Build
+	}
+	return fmt.Sprintf("%s attempt %d", s, r.Attempt)
+}
+
+// Session is the session object of a detail-run node: what a coding
 // agent reported of its run. Zero fields were not reported.
 type Session struct {
 	Tool             string  // the output format that read it: claude-code, codex, ...
@@ -401,18 +421,19 @@ func (j *Join) Payload() map[string]any {
 		"branches": bs, "at": float64(j.At)})
 }
 
-// Node returns the detail as a node: a detail-session node
-// ([cas.DetailSessionSchema], format version 2: putting it moves a
-// version-1 store to version 2) when it has a Session, else a detail node.
+// Node returns the detail as a node: a detail-run node
+// ([cas.DetailRunSchema], format version 2: putting it moves a
+// version-1 store to version 2) when it has a Session or a RunBy, else a
+// detail node.
 func (d *Detail) Node() cas.Node {
-	if d.Session != nil {
-		return cas.Node{Type: cas.DetailSessionSchema, Payload: d.Payload()}
+	if d.Session != nil || d.RunBy != nil {
+		return cas.Node{Type: cas.DetailRunSchema, Payload: d.Payload()}
 	}
 	return cas.Node{Type: cas.DetailSchema, Payload: d.Payload()}
 }
 
 // Payload returns the detail's payload as plain JSON values: a
-// detail-session node's when it has a Session, else a detail node's.
+// detail-run node's when it has a Session, else a detail node's.
 func (d *Detail) Payload() map[string]any {
 	p := map[string]any{
 		"prompt": d.Prompt.String(), "raw": d.Raw.String(), "edgePrompt": d.EdgePrompt,
@@ -423,6 +444,13 @@ func (d *Detail) Payload() map[string]any {
 	}
 	if d.Session != nil {
 		p["session"] = d.Session.Payload()
+	}
+	if r := d.RunBy; r != nil {
+		rb := map[string]any{"worker": r.Worker, "attempt": float64(r.Attempt)}
+		if r.Build != "" {
+			rb["build"] = r.Build
+		}
+		p["runBy"] = rb
 	}
 	return p
 }
@@ -590,18 +618,36 @@ func DecodeNode(h cas.Hash, n cas.Node) (*Node, error) {
 }
 
 // DecodeDetail decodes the record of one agent run: a detail node's
-// payload, or a detail-session node's (whose session fills in
+// payload, or a detail-run node's (whose session fills in
 // Detail.Session). The error wraps [cas.ErrInvalid] for a node of any
 // other type.
 func DecodeDetail(n cas.Node) (*Detail, error) {
-	if n.Type != cas.DetailSchema && n.Type != cas.DetailSessionSchema {
+	if n.Type != cas.DetailSchema && n.Type != cas.DetailRunSchema {
 		return nil, fmt.Errorf("%w: not a detail node (type %s)", cas.ErrInvalid, n.Type)
 	}
 	f := newFields(n.Payload)
 	d := &Detail{Prompt: f.hash("prompt"), Raw: f.hash("raw"), Stderr: f.hash("stderr"), EdgePrompt: f.str("edgePrompt"),
 		Attempts: f.hashes("attempts"), ExitCode: int(f.int("exitCode")), DurationMs: f.int("durationMs")}
-	if n.Type == cas.DetailSessionSchema && f.err == nil {
-		sm, ok := f.m["session"].(map[string]any)
+	if n.Type == cas.DetailRunSchema && f.err == nil {
+		if v, ok := f.m["runBy"]; ok {
+			rm, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%w: field \"runBy\" is not an object", cas.ErrInvalid)
+			}
+			rf := newFields(rm)
+			d.RunBy = &RunBy{Worker: rf.str("worker"), Build: rf.str("build"), Attempt: int(rf.int("attempt"))}
+			if rf.err != nil {
+				return nil, fmt.Errorf("runBy: %w", rf.err)
+			}
+		}
+		v, ok := f.m["session"]
+		if !ok {
+			if d.RunBy == nil {
+				return nil, fmt.Errorf("%w: a detail-run node with neither \"session\" nor \"runBy\"", cas.ErrInvalid)
+			}
+			return d, nil
+		}
+		sm, ok := v.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%w: field \"session\" is not an object", cas.ErrInvalid)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // testSessionDetail runs the review loop with an agent whose output is
-// read as claude-code's JSON: every step's detail is a detail-session node
+// read as claude-code's JSON: every step's detail is a detail-run node
 // holding the session (which moves a version-1 store to version 2), it
 // decodes as a detail with DecodeDetail, and the replay agent replays the
 // thread from those details.
@@ -56,8 +56,8 @@ printf '{"type":"result","subtype":"success","is_error":false,"num_turns":3,"res
 			t.Errorf("step %s: session %+v, want %+v", n.Step.Role, v.Detail.Session, want)
 		}
 		dn, err := te.repo.Get(te.ctx, n.Step.Detail)
-		if err != nil || dn.Type != cas.DetailSessionSchema {
-			t.Errorf("step %s: detail type %s (%v), want detail-session", n.Step.Role, dn.Type, err)
+		if err != nil || dn.Type != cas.DetailRunSchema {
+			t.Errorf("step %s: detail type %s (%v), want detail-run", n.Step.Role, dn.Type, err)
 		}
 	}
 	// The replay agent reads the recorded raw outputs from those details.
@@ -73,7 +73,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"num_turns":3,"res
 	}
 }
 
-// TestDetailSessionNode pins the encoding of a detail-session node and
+// TestDetailSessionNode pins the encoding of a detail-run node and
 // checks that Payload and DecodeDetail round-trip it, leaving out the
 // fields not reported; a detail without a session stays a detail node.
 func TestDetailSessionNode(t *testing.T) {
@@ -85,9 +85,9 @@ func TestDetailSessionNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"payload":{"attempts":[],"durationMs":42,"edgePrompt":"do it","exitCode":0,"prompt":"54YMEB1H6FVZG","raw":"54YMEB1H6FVZG","session":{"costUSD":0.5,"id":"t-1","inputTokens":10,"outputTokens":2,"tool":"codex"}},"type":"5Z6HQD551W637"}`
+	const want = `{"payload":{"attempts":[],"durationMs":42,"edgePrompt":"do it","exitCode":0,"prompt":"54YMEB1H6FVZG","raw":"54YMEB1H6FVZG","session":{"costUSD":0.5,"id":"t-1","inputTokens":10,"outputTokens":2,"tool":"codex"}},"type":"F2RQ12Y9KG94G"}`
 	if string(data) != want {
-		t.Errorf("detail-session node =\n%s\nwant\n%s", data, want)
+		t.Errorf("detail-run node =\n%s\nwant\n%s", data, want)
 	}
 	got, err := thread.DecodeDetail(n)
 	if err != nil || !reflect.DeepEqual(got, d) {
@@ -108,7 +108,7 @@ func TestDecodeDetailSessionErrors(t *testing.T) {
 		if session != nil {
 			p["session"] = session
 		}
-		return cas.Node{Type: cas.DetailSessionSchema, Payload: p}
+		return cas.Node{Type: cas.DetailRunSchema, Payload: p}
 	}
 	tests := []struct {
 		name string
@@ -129,12 +129,12 @@ func TestDecodeDetailSessionErrors(t *testing.T) {
 	}
 }
 
-// FuzzDecodeDetail decodes arbitrary detail and detail-session nodes: what
+// FuzzDecodeDetail decodes arbitrary detail and detail-run nodes: what
 // decodes re-encodes to a payload that decodes the same.
 func FuzzDecodeDetail(f *testing.F) {
-	f.Add([]byte(`{"payload":{"attempts":[],"durationMs":42,"edgePrompt":"do it","exitCode":0,"prompt":"54YMEB1H6FVZG","raw":"54YMEB1H6FVZG","session":{"costUSD":0.5,"id":"t-1","inputTokens":10,"outputTokens":2,"tool":"codex"}},"type":"5Z6HQD551W637"}`))
+	f.Add([]byte(`{"payload":{"attempts":[],"durationMs":42,"edgePrompt":"do it","exitCode":0,"prompt":"54YMEB1H6FVZG","raw":"54YMEB1H6FVZG","session":{"costUSD":0.5,"id":"t-1","inputTokens":10,"outputTokens":2,"tool":"codex"}},"type":"F2RQ12Y9KG94G"}`))
 	f.Add([]byte(`{"payload":{"attempts":["54YMEB1H6FVZG"],"durationMs":1,"edgePrompt":"","exitCode":124,"prompt":"54YMEB1H6FVZG","raw":"54YMEB1H6FVZG","stderr":"54YMEB1H6FVZG"},"type":"DKGXHKXNQVG36"}`))
-	f.Add([]byte(`{"payload":{"session":{"tool":"x","turns":1e300}},"type":"5Z6HQD551W637"}`))
+	f.Add([]byte(`{"payload":{"session":{"tool":"x","turns":1e300}},"type":"F2RQ12Y9KG94G"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cn, err := cas.DecodeNode(data)
 		if err != nil {

@@ -684,6 +684,10 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	if err != nil {
 		return nil, err
 	}
+	if l := fenceOf(ctx, id); l != nil {
+		// Run under a lease: who ran it, for as long as the step lives.
+		det.RunBy = &RunBy{Worker: l.Worker(), Build: l.opts.Build, Attempt: l.Attempt()}
+	}
 	if failErr != nil {
 		return nil, e.recordFailure(ctx, id, head.Hash, d.Role, ag.Name(), nodes, det, failErr, opts, head.Depth()+1, completed.Sub(started))
 	}

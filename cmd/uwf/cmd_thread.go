@@ -1239,6 +1239,9 @@ func runStepShow(ctx context.Context, w io.Writer, s *session, arg string) error
 		h, st.Role, st.Agent, st.Depth, st.Start, prev, len(st.Skip), plural(len(st.Skip)))
 	fmt.Fprintf(bw, "started:   %s\ncompleted: %s (%dms)\nexit code: %d\n",
 		time.UnixMilli(st.StartedAt).UTC().Format(time.RFC3339Nano), time.UnixMilli(st.CompletedAt).UTC().Format(time.RFC3339Nano), d.DurationMs, d.ExitCode)
+	if d.RunBy != nil {
+		fmt.Fprintf(bw, "run by:    %s\n", oneLine(d.RunBy.String()))
+	}
 	if d.Session != nil {
 		fmt.Fprintf(bw, "session:   %s\n", oneLine(d.Session.Summary()))
 	}

@@ -121,7 +121,7 @@ func checkNoSecret(t *testing.T, e *env, printed ...string) {
 
 // TestPresetRuns runs a thread with each preset's fake executable: the
 // argv is the preset's, the prompt arrives where the preset passes it, the
-// answer is extracted, the session is in the detail node (a detail-session
+// answer is extracted, the session is in the detail node (a detail-run
 // node, which moves the store to format version 2; a preset without
 // structured output leaves it at version 1), thread show and step show
 // print it, and the API key is masked everywhere.
@@ -193,8 +193,8 @@ func TestPresetRuns(t *testing.T) {
 					t.Errorf("a preset without structured output recorded a session: %v, detail type %s", sj.Session, det.Type)
 				}
 			} else {
-				if det.Type != "5Z6HQD551W637" || sj.Session["tool"] != tc.preset {
-					t.Errorf("detail %s type %s, session %v; want a detail-session node of %s", sj.Detail, det.Type, sj.Session, tc.preset)
+				if det.Type != "F2RQ12Y9KG94G" || sj.Session["tool"] != tc.preset {
+					t.Errorf("detail %s type %s, session %v; want a detail-run node of %s", sj.Detail, det.Type, sj.Session, tc.preset)
 				}
 				if !strings.Contains(show, "session:   "+tc.session+"\n") {
 					t.Errorf("step show lacks the session line %q:\n%s", tc.session, show)
@@ -223,7 +223,7 @@ func TestPresetRuns(t *testing.T) {
 					num(tj.Totals["outputTokens"]) != num(sj.Session["outputTokens"]) || num(tj.Totals["costUSD"]) != num(sj.Session["costUSD"]) {
 					t.Errorf("thread show --json totals = %v, want the one session %v", tj.Totals, sj.Session)
 				}
-				// thread read decodes the detail-session node as a detail.
+				// thread read decodes the detail-run node as a detail.
 				if !strings.Contains(e.ok("", "thread", "read", id), "from "+filepath.Base(tc.argv[0])) {
 					t.Error("thread read does not show the step")
 				}

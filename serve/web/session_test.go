@@ -8,7 +8,7 @@ import (
 	"github.com/uncaged/uwf/thread"
 )
 
-// TestDetailSession checks that the detail view reads a detail-session
+// TestDetailSession checks that the detail view reads a detail-run
 // node with the same decoder as a detail node and shows the session,
 // escaped.
 func TestDetailSession(t *testing.T) {

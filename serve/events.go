@@ -199,11 +199,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	send := func(it watchItem) bool {
 		if it.err != nil {
 			if errors.Is(it.err, cas.ErrCursorGone) {
-				fmt.Fprintf(w, "event: gone\ndata: %s\n\n", jsonString(it.err.Error()))
+				fmt.Fprintf(w, "event: gone\ndata: %s\n\n", jsonString(s.userError(it.err.Error())))
 				return true
 			}
 			if ctx.Err() == nil {
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(s.mask.String(it.err.Error())))
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(s.userError(it.err.Error())))
 			}
 			return false
 		}

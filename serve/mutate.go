@@ -279,7 +279,7 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 			end.Kind, end.Head = last.Kind, last.Head
 		}
 		if err != nil {
-			end.Error = s.mask.String(err.Error())
+			end.Error = s.userError(err.Error())
 			s.log.Info("background step ended", "thread", id, "steps", len(rs), "error", end.Error)
 		} else {
 			s.log.Info("background step ended", "thread", id, "steps", len(rs), "kind", end.Kind)

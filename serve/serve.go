@@ -137,7 +137,7 @@ func New(repo *cas.Repo, opts *Options) (*Server, error) {
 	if s.opts.Web != nil {
 		s.opts.Web(s.mux)
 	} else {
-		web.Register(s.mux, s.eng, &web.Options{Logger: s.log})
+		web.Register(s.mux, s.eng, &web.Options{Logger: s.log, Mask: s.mask})
 	}
 	return s, nil
 }

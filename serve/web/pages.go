@@ -120,12 +120,12 @@ func (h *Handler) listData(r *http.Request) (*listPage, error) {
 		return nil, damage
 	}
 	if damage != nil {
-		p.Damage = damage.Error()
+		p.Damage = h.userError(damage.Error())
 	}
 	for _, in := range infos {
 		row := threadRow{ID: in.ID, Status: in.Status, Workflow: in.WorkflowName, Prompt: in.Prompt, Depth: in.Depth, Created: in.Created, Updated: in.Updated, Head: in.Head}
 		if in.Err != nil {
-			row.Err, row.Status = in.Err.Error(), "unknown"
+			row.Err, row.Status = h.userError(in.Err.Error()), "unknown"
 		}
 		p.Threads = append(p.Threads, row)
 	}
@@ -779,7 +779,7 @@ func (h *Handler) workflows(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		p.Damage = err.Error()
+		p.Damage = h.userError(err.Error())
 	}
 	h.render(w, r, "workflows.html", p)
 }

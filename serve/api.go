@@ -170,13 +170,13 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if info.Err != nil {
-			out.LeftOut = append(out.LeftOut, fmt.Sprintf("thread %s skipped: %v", info.ID, info.Err))
+			out.LeftOut = append(out.LeftOut, s.userError(fmt.Sprintf("thread %s skipped: %v", info.ID, info.Err)))
 			continue
 		}
 		out.Threads = append(out.Threads, info.JSON())
 	}
 	if listErr != nil {
-		out.LeftOut = append(out.LeftOut, s.mask.String(listErr.Error()))
+		out.LeftOut = append(out.LeftOut, s.userError(listErr.Error()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

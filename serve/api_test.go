@@ -16,6 +16,11 @@ import (
 // golden file has them as 0.
 var times = regexp.MustCompile(`"(time|updated)":[0-9]+`)
 
+// internalWord matches what an error body must not hold: a library
+// package's name as a message prefix ("cas: not found", "extract: ...")
+// and Go's context errors (the CLI's TestErrorMessages checks the same).
+var internalWord = regexp.MustCompile(`(^|: |\(|")(cas|moderator|extract|agent|registry|store|yamldoc|disk|postgres|pgx|jsonschema): |context (canceled|deadline exceeded)`)
+
 // TestAPI runs every route on every backend: statuses, the bodies against
 // one golden file (the same on every backend), paging, 400 for malformed
 // ids, hashes and names, 404, 409, and 401 for a mutation without the
@@ -166,6 +171,9 @@ func testAPI(t *testing.T, backend string) {
 		}
 		if r.status != 200 && r.status != 201 && !strings.Contains(r.body, `"error":`) {
 			t.Errorf("%s %s: %d without an error message: %s", k.method, k.path, r.status, r.body)
+		}
+		if m := internalWord.FindString(r.body); m != "" && r.status >= 400 {
+			t.Errorf("%s %s: %d: the error holds the internal words %q: %s", k.method, k.path, r.status, m, r.body)
 		}
 		fmt.Fprintf(&out, "%s %s %s\n-> %d %s\n", k.method, k.path, k.body, r.status, times.ReplaceAllString(r.body, `"$1":0`))
 	}

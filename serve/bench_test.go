@@ -297,6 +297,8 @@ func benchEvents(b *testing.B, repo *cas.Repo) {
 	transport := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: subscribers}
 	client := &http.Client{Transport: transport}
 	var all latencies
+	var casMu sync.Mutex
+	var casTimes latencies
 	round := 0
 	for b.Loop() {
 		round++
@@ -355,11 +357,15 @@ func benchEvents(b *testing.B, repo *cas.Repo) {
 				ref := fmt.Sprintf("bench/r%d/writer%d", round, w)
 				var old cas.Hash
 				for _, h := range targets {
-					sent.Store(ref+" "+h.String(), time.Now())
+					t0 := time.Now()
+					sent.Store(ref+" "+h.String(), t0)
 					if err := repo.Refs().CompareAndSwap(ctx, ref, old, h, "bench"); err != nil {
 						b.Error(err)
 						return
 					}
+					casMu.Lock()
+					casTimes = append(casTimes, time.Since(t0))
+					casMu.Unlock()
 					old = h
 					time.Sleep(time.Millisecond)
 				}
@@ -377,4 +383,5 @@ func benchEvents(b *testing.B, repo *cas.Repo) {
 	}
 	b.ReportMetric(float64(all.pct(0.5).Microseconds()), "delay-p50-us")
 	b.ReportMetric(float64(all.pct(0.99).Microseconds()), "delay-p99-us")
+	b.ReportMetric(float64(casTimes.pct(0.5).Microseconds()), "cas-p50-us")
 }

@@ -266,3 +266,54 @@ func (e *env) hostileStep(id string, head cas.Hash) {
 		e.t.Fatal(err)
 	}
 }
+
+// TestBrowserQueueAndWorker starts a thread queued for workers from the
+// workflow page (the "Queue for workers" box), sees its run queued on its
+// page, then sees a worker's claim and its retry land without a reload
+// (the runs/ ref moves on the events stream), the run error in the
+// user's words.
+func TestBrowserQueueAndWorker(t *testing.T) {
+	ctx := browsertest.Tab(t)
+	e := newEnv(t, "memory")
+	e.watchableOrSkip()
+	e.reviewLoop()
+	browsertest.Do(t, ctx, "start a queued thread from the workflow page",
+		chromedp.Navigate(e.base+"/workflows/review-loop#token="+testToken),
+		chromedp.WaitVisible(browsertest.CSS(`form.start textarea`)),
+		chromedp.SendKeys(browsertest.CSS(`form.start textarea`), "Queued in the browser"),
+		chromedp.SendKeys(browsertest.CSS(`form.start input[name=agent]`), "synth"),
+		chromedp.Click(browsertest.CSS(`form.start input[name=queue]`)),
+		chromedp.Click(browsertest.CSS(`form.start button`)))
+	browsertest.WaitPath(t, ctx, "/threads/", 10*time.Second)
+	browsertest.Do(t, ctx, "see it queued",
+		browsertest.WaitFor(`!!document.querySelector('.run-facts .pill.st-queued')`, 10*time.Second),
+		browsertest.WaitFor(`document.getElementById('live').classList.contains('on')`, 10*time.Second))
+	id := browsertest.Eval[string](t, ctx, `document.getElementById('thread').dataset.thread`)
+	run, err := e.eng.RunOf(t.Context(), id)
+	if err != nil || run == nil || run.State != thread.RunQueued || run.Agent != "synth" {
+		t.Fatalf("the run of the thread started queued from the page: %+v, %v; want queued for synth", run, err)
+	}
+	if info, err := e.eng.Show(t.Context(), id); err != nil || info.Depth != 0 {
+		t.Errorf("a queued thread was stepped by the server: %+v, %v", info, err)
+	}
+	worker := thread.New(e.repo, nil)
+	lease, err := worker.Claim(t.Context(), id, "worker-b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Do(t, ctx, "see the worker's claim without a reload",
+		browsertest.WaitFor(`!!document.querySelector('.run-facts .pill.st-running') && document.querySelector('.run-facts').textContent.includes('worker-b')`, 10*time.Second))
+	browsertest.Screenshot(t, ctx, "run-running")
+	if err := lease.Retry(t.Context(), fmt.Errorf("step: %w", cas.ErrNotFound), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Do(t, ctx, "see the retry and its error",
+		browsertest.WaitFor(`!!document.querySelector('.run-facts .pill.st-retrying')`, 10*time.Second))
+	if text := browsertest.Eval[string](t, ctx, `document.querySelector('.run-error').textContent`); text != "Last run error: step: not found" {
+		t.Errorf("the run error reads %q, want it in the user's words", text)
+	}
+	browsertest.Screenshot(t, ctx, "run-retrying")
+	browsertest.Do(t, ctx, "find it in the list by its run",
+		chromedp.Navigate(e.base+"/?status=retrying"),
+		chromedp.WaitVisible(browsertest.CSS(`tr[data-thread="`+id+`"] td.run .pill.st-retrying`)))
+}

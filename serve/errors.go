@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/usermsg"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -51,24 +52,34 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// errorJSON is every error's body.
+// errorJSON is every error's body. Thread and Head name a thread that a
+// failed start created nonetheless.
 type errorJSON struct {
-	Error  string `json:"error"`
-	Status int    `json:"status"`
+	Error  string   `json:"error"`
+	Status int      `json:"status"`
+	Thread string   `json:"thread,omitempty"`
+	Head   cas.Hash `json:"head,omitzero"`
 }
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, errorJSON{fmt.Sprintf(format, args...), status})
+	writeJSON(w, status, errorJSON{Error: fmt.Sprintf(format, args...), Status: status})
 }
 
-// fail answers err with its status and its message, known secrets masked.
+// fail answers err with its status and its message in the user's words
+// (as the CLI prints it: no "cas: not found"), known secrets masked. The
+// log keeps the library's words.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	st := statusOf(err)
-	msg := s.mask.String(err.Error())
 	if st >= 500 {
-		s.log.Warn("request failed", "method", r.Method, "path", s.mask.String(r.URL.Path), "error", msg)
+		s.log.Warn("request failed", "method", r.Method, "path", s.mask.String(r.URL.Path), "error", s.mask.String(err.Error()))
 	}
-	writeJSON(w, st, errorJSON{msg, st})
+	writeJSON(w, st, errorJSON{Error: s.userError(err.Error()), Status: st})
+}
+
+// userError is an error's text as a client reads it: the library's
+// internal words rewritten (internal/usermsg), then secrets masked.
+func (s *Server) userError(msg string) string {
+	return s.mask.String(usermsg.Message(msg))
 }
 
 // writeJSON writes v as the JSON body, without escaping <, > and & (the

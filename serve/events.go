@@ -60,7 +60,7 @@ func (h *hub) publish(event, thread string, data any) {
 }
 
 // EventJSON is the data of a "ref" event: the store's [cas.Event], and for
-// a thread's ref (threads/<id>, failures/<id>) the thread's id.
+// a thread's ref (threads/<id>, failures/<id>, runs/<id>) the thread's id.
 type EventJSON struct {
 	cas.Event
 	Thread string `json:"thread,omitempty"`
@@ -123,36 +123,23 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	if after == "" {
-		head, err := s.repo.WatchHead(ctx)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		after = head
+	src, after, err := s.feed.open(ctx, after)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
+	defer src.close()
 	notes := s.hub.subscribe()
 	defer s.hub.unsubscribe(notes)
-	items := make(chan watchItem, 256)
-	go func() {
-		defer close(items)
-		for ev, err := range s.repo.Watch(ctx, "", after) {
-			select {
-			case items <- watchItem{ev, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil && !errors.Is(err, cas.ErrCursorGone) {
-				return
-			}
-		}
-	}()
 	// A cursor the store cannot read fails at once: answer 400 then, so
 	// that a browser's EventSource stops instead of reconnecting.
 	var first *watchItem
 	select {
-	case it, ok := <-items:
+	case it, ok := <-src.items:
 		if ok {
+			if it.err == nil {
+				src.last = it.ev.Cursor
+			}
 			if it.err != nil && (errors.Is(it.err, cas.ErrInvalidCursor) || errors.Is(it.err, cas.ErrWatchUnsupported)) {
 				s.fail(w, r, it.err)
 				return
@@ -179,6 +166,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			id = rest
 		} else if rest, ok := strings.CutPrefix(ev.Ref, thread.FailurePrefix); ok {
 			id = rest
+		} else if rest, ok := strings.CutPrefix(ev.Ref, thread.RunPrefix); ok {
+			id = rest // a worker claimed, stepped or released it
 		}
 		if onlyThread != "" && id != onlyThread {
 			return id, false
@@ -199,11 +188,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	send := func(it watchItem) bool {
 		if it.err != nil {
 			if errors.Is(it.err, cas.ErrCursorGone) {
-				fmt.Fprintf(w, "event: gone\ndata: %s\n\n", jsonString(it.err.Error()))
+				fmt.Fprintf(w, "event: gone\ndata: %s\n\n", jsonString(s.userError(it.err.Error())))
 				return true
 			}
 			if ctx.Err() == nil {
-				fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(s.mask.String(it.err.Error())))
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonString(s.userError(it.err.Error())))
 			}
 			return false
 		}
@@ -223,13 +212,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		// Flush once the burst is written: events already waiting go out
 		// in the same write.
-		if fl != nil && len(items) == 0 && len(notes) == 0 {
+		if fl != nil && len(src.items) == 0 && len(notes) == 0 {
 			fl.Flush()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case it, ok := <-items:
+		case <-src.dropped:
+			src.alone(ctx)
+		case it, ok := <-src.items:
+			if ok && it.err == nil {
+				src.last = it.ev.Cursor
+			}
 			if !ok || !send(it) {
 				if fl != nil {
 					fl.Flush()
@@ -264,6 +258,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 // workflow wf (a name or a hash), reading the moved-to (or, for a
 // deletion, the moved-from) node's start.
 func (s *Server) threadOfWorkflow(ctx context.Context, ev cas.Event, wf string) bool {
+	if id, ok := strings.CutPrefix(ev.Ref, thread.RunPrefix); ok {
+		// A run record: the thread's own chain says its workflow.
+		head, err := s.eng.Head(ctx, id)
+		return err == nil && s.nodeOfWorkflow(ctx, head, wf)
+	}
 	h := ev.New
 	if h.IsZero() {
 		h = ev.Old

@@ -222,3 +222,48 @@ func TestEventsProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsRunRecord: on every backend, ?thread= keeps the thread's run
+// record's moves too (runs/<id>, with its thread), so a page sees a
+// worker queue, claim and release it; another thread's run is left out.
+func TestEventsRunRecord(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			e := newEnv(t, backend)
+			ctx := t.Context()
+			wf := e.reviewLoop()
+			id, _, err := e.eng.Start(ctx, wf, "task", "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, _, err := e.eng.Start(ctx, wf, "other", "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := e.subscribeOrSkip("/api/v1/events?thread="+id, "")
+			if _, err := e.eng.Enqueue(ctx, other, thread.EnqueueOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.eng.Enqueue(ctx, id, thread.EnqueueOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			lease, err := e.eng.Claim(ctx, id, "worker-c", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lease.Release(ctx, "test"); err != nil {
+				t.Fatal(err)
+			}
+			for i, what := range []string{"queued", "claimed", "released"} {
+				ev, ok := s.next("ref", 10*time.Second)
+				if !ok {
+					t.Fatalf("no event for the run being %s", what)
+				}
+				d := refEvent(t, ev)
+				if d.Ref != thread.RunPrefix+id || d.Thread != id {
+					t.Fatalf("event %d (%s): ref %s thread %q, want %s%s", i, what, d.Ref, d.Thread, thread.RunPrefix, id)
+				}
+			}
+		})
+	}
+}

@@ -124,7 +124,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 	out := thread.StartJSON{Thread: id, Head: head, Workflow: res.Hash}
 	if b.Queue {
 		if _, err := s.eng.Enqueue(ctx, id, thread.EnqueueOptions{Agent: b.Agent}); err != nil {
-			s.fail(w, r, err)
+			s.failCreated(w, r, out, "queued", err)
 			return
 		}
 		w.Header().Set("Location", "/api/v1/threads/"+id)
@@ -136,11 +136,27 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.startJob(id, b.N, s.runOptions(b.Agent, b.Seed, id)); err != nil {
-		s.fail(w, r, err)
+		s.failCreated(w, r, out, "stepped", err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/threads/"+id)
 	writeJSON(w, http.StatusAccepted, out)
+}
+
+// failCreated answers a start whose thread was created but could not be
+// stepped or queued (the server shutting down: 503): the error's status,
+// and the body names the thread and its head besides the error, with a
+// Location, so that the client can step, queue or remove it.
+func (s *Server) failCreated(w http.ResponseWriter, r *http.Request, out thread.StartJSON, not string, err error) {
+	// The cause without its own "thread <id>: ", which the message says.
+	why := strings.TrimPrefix(err.Error(), "thread "+out.Thread+": ")
+	err = &wrapped{fmt.Sprintf("thread %s was created (head %s) but not %s: %s", out.Thread, out.Head, not, why), err}
+	st := statusOf(err)
+	if st >= 500 {
+		s.log.Warn("request failed", "method", r.Method, "path", s.mask.String(r.URL.Path), "error", s.mask.String(err.Error()))
+	}
+	w.Header().Set("Location", "/api/v1/threads/"+out.Thread)
+	writeJSON(w, st, errorJSON{Error: s.userError(err.Error()), Status: st, Thread: out.Thread, Head: out.Head})
 }
 
 // checkAgentName checks an agent name's form before anything is read: a
@@ -279,7 +295,7 @@ func (s *Server) startJob(id string, n int, opts *thread.RunOptions) error {
 			end.Kind, end.Head = last.Kind, last.Head
 		}
 		if err != nil {
-			end.Error = s.mask.String(err.Error())
+			end.Error = s.userError(err.Error())
 			s.log.Info("background step ended", "thread", id, "steps", len(rs), "error", end.Error)
 		} else {
 			s.log.Info("background step ended", "thread", id, "steps", len(rs), "kind", end.Kind)
@@ -475,3 +491,12 @@ func (s *Server) handleRm(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, thread.RemovedJSON{Thread: id, Removed: true})
 }
+
+// wrapped is an error with a message of its own over the one it wraps.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }

@@ -76,6 +76,7 @@ type Server struct {
 	mask   *secret.Masker
 	mux    *http.ServeMux
 	hub    *hub
+	feed   *feed // the events streams' shared watch
 
 	// Set by Serve from the listener.
 	loopback bool
@@ -98,6 +99,7 @@ func New(repo *cas.Repo, opts *Options) (*Server, error) {
 		s.opts = *opts
 	}
 	s.eng = thread.New(repo, s.opts.Engine)
+	s.feed = newFeed(repo)
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -137,7 +139,7 @@ func New(repo *cas.Repo, opts *Options) (*Server, error) {
 	if s.opts.Web != nil {
 		s.opts.Web(s.mux)
 	} else {
-		web.Register(s.mux, s.eng, &web.Options{Logger: s.log})
+		web.Register(s.mux, s.eng, &web.Options{Logger: s.log, Mask: s.mask})
 	}
 	return s, nil
 }

@@ -49,6 +49,7 @@ var internalAllowed = map[string][]string{
 	"internal/pgtest":     {"github.com/jackc/pgx/v5"}, // tests' schemas on the test server, dropped after
 	"internal/dirnotify":  {"golang.org/x/sys"},        // inotify, waking the disk store's watchers
 	"internal/progress":   {"cas", "golang.org/x/sys"}, // cas.Progress on stderr; x/sys tells a terminal
+	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI and the HTTP API
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
 	"internal/jsonschema":      {"golang.org/x/text"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/internal/browsertest"
 	"github.com/uncaged/uwf/thread"
 )
@@ -252,4 +253,45 @@ func TestBrowserHostile(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "workflow")
+}
+
+// TestBrowserBranches: a composing thread's join draws its branches side
+// by side (one column each, beside one another); a branch's link opens
+// its thread, whose page links back to the parent.
+func TestBrowserBranches(t *testing.T) {
+	ctx := tab(t)
+	e := newEnv(t)
+	data, err := examples.FS.ReadFile("parallel-review.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := e.putWorkflow("parallel-review.yaml", data)
+	id, _, err := e.eng.Run(e.ctx, wf, "Add a --json flag", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := e.server("tok")
+	do(t, ctx, "open the composing thread",
+		chromedp.Navigate(srv.URL+"/threads/"+id),
+		chromedp.WaitVisible(css(`li.kind-join .branches .branch`)))
+	// The columns of one join sit on one row, side by side.
+	sideBySide := eval[bool](t, ctx, `(() => {
+		const bs = [...document.querySelector('li.kind-join .branches').children];
+		return bs.length >= 2 && bs[0].getBoundingClientRect().top === bs[1].getBoundingClientRect().top &&
+			bs[0].getBoundingClientRect().right <= bs[1].getBoundingClientRect().left;
+	})()`)
+	if !sideBySide {
+		t.Error("the join's branches are not drawn side by side")
+	}
+	screenshot(t, ctx, "branches")
+	branch := eval[string](t, ctx, `document.querySelector('li.kind-join a.branch-link').getAttribute('href')`)
+	do(t, ctx, "open a branch thread from its column",
+		chromedp.Click(css(`li.kind-join a.branch-link`)))
+	waitPath(t, ctx, branch, 10*time.Second)
+	do(t, ctx, "see the link back to the parent", chromedp.WaitVisible(css(`a.parent-link`)))
+	if href := eval[string](t, ctx, `document.querySelector('a.parent-link').getAttribute('href')`); href != "/threads/"+id {
+		t.Errorf("the branch page links back to %q, want /threads/%s", href, id)
+	}
+	do(t, ctx, "go back to the parent", chromedp.Click(css(`a.parent-link`)))
+	waitPath(t, ctx, "/threads/"+id, 10*time.Second)
 }

@@ -38,4 +38,26 @@ func TestThreadPageBranches(t *testing.T) {
 	if strings.Contains(body, "/steps/0000000000000/") {
 		t.Error("the page links a zero detail")
 	}
+	// Each branch links to its thread (read by its id after the join),
+	// and a branch's page links back to the parent and names its call.
+	calls, err := e.eng.Calls(e.ctx, id)
+	if err != nil || len(calls) == 0 {
+		t.Fatalf("Calls: %v, %v", calls, err)
+	}
+	for _, c := range calls {
+		for _, b := range c.Branches {
+			if !strings.Contains(body, `<a class="mono branch-link" href="/threads/`+b.Thread+`">`) {
+				t.Errorf("the thread page does not link branch %s's thread %s", b.Key, b.Thread)
+			}
+			status, _, page := get(t, srv.URL+"/threads/"+b.Thread)
+			if status != 200 {
+				t.Fatalf("GET the branch thread %s: %d\n%s", b.Thread, status, page)
+			}
+			for _, want := range []string{"<dt>Branch of</dt>", `<a class="mono parent-link" href="/threads/` + id + `">`, "branch <strong>" + b.Key + "</strong> of call", c.Call.String()} {
+				if !strings.Contains(page, want) {
+					t.Errorf("the branch page of %s lacks %q", b.Key, want)
+				}
+			}
+		}
+	}
 }

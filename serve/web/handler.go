@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/secret"
+	"github.com/uncaged/uwf/internal/usermsg"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -35,6 +37,9 @@ type Options struct {
 	// PageSize is how many threads a list page and how many steps a
 	// timeline page show; 0 means 50.
 	PageSize int
+	// Mask hides known secrets in what the pages show of an error; nil
+	// masks none.
+	Mask *secret.Masker
 }
 
 // Handler serves the viewer's pages and assets. Its routes (all GET):
@@ -58,6 +63,7 @@ type Handler struct {
 	pageSize int
 	tmpl     *template.Template
 	mux      *http.ServeMux
+	mask     *secret.Masker
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -68,7 +74,10 @@ func New(eng *thread.Engine, opts *Options) *Handler {
 	if opts == nil {
 		opts = &Options{}
 	}
-	h := &Handler{eng: eng, log: opts.Logger, pageSize: opts.PageSize}
+	h := &Handler{eng: eng, log: opts.Logger, pageSize: opts.PageSize, mask: opts.Mask}
+	if h.mask == nil {
+		h.mask = secret.New()
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -166,13 +175,19 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	h.log.Debug("viewer page failed", "path", r.URL.Path, "status", status, "err", err)
 	var b bytes.Buffer
-	if terr := h.tmpl.ExecuteTemplate(&b, "error.html", errorPage{Title: http.StatusText(status), Status: status, Error: err.Error()}); terr != nil {
-		http.Error(w, err.Error(), status)
+	if terr := h.tmpl.ExecuteTemplate(&b, "error.html", errorPage{Title: http.StatusText(status), Status: status, Error: h.userError(err.Error())}); terr != nil {
+		http.Error(w, h.userError(err.Error()), status)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
+}
+
+// userError is an error's text as a page shows it: in the user's words
+// (internal/usermsg, as the CLI and the API say it), secrets masked.
+func (h *Handler) userError(msg string) string {
+	return h.mask.String(usermsg.Message(msg))
 }
 
 // badRequest is a malformed argument in a URL.

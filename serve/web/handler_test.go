@@ -3,10 +3,12 @@ package web_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/uncaged/uwf/internal/secret"
 	"github.com/uncaged/uwf/serve/web"
 	"github.com/uncaged/uwf/thread"
 )
@@ -24,6 +26,11 @@ func get(t *testing.T, url string) (int, http.Header, string) {
 	}
 	return res.StatusCode, res.Header, string(b)
 }
+
+// internalWord matches what an error page must not show: a library
+// package's name as a message prefix ("cas: not found") and Go's context
+// errors.
+var internalWord = regexp.MustCompile(`(^|: |\(|"|>)(cas|moderator|extract|agent|registry|store|yamldoc|disk|postgres|pgx|jsonschema): |context (canceled|deadline exceeded)`)
 
 // TestPages checks every page's status, its security headers and what it
 // must show.
@@ -51,7 +58,7 @@ func TestPages(t *testing.T) {
 		{"thread page back", "/threads/" + e.synth + "?before=2", 200, []string{`data-depth="1"`, "Newest entries"}},
 		{"thread fragment", "/frag/threads/" + e.synth + "?after=0", 200, []string{`id="frag"`, `data-depth="1"`}},
 		{"thread bad id", "/threads/not-an-id", 400, []string{"not-an-id"}},
-		{"thread absent", "/threads/01ARZ3NDEKTSV4RRFFQ69G5FAV", 404, nil},
+		{"thread absent", "/threads/01ARZ3NDEKTSV4RRFFQ69G5FAV", 404, []string{"thread 01ARZ3NDEKTSV4RRFFQ69G5FAV: not found"}},
 		{"bad before", "/threads/" + e.synth + "?before=x", 400, []string{"not a depth"}},
 		{"forks", "/threads/" + e.synth + "/forks", 200, []string{e.synth}},
 		{"diff of a non-fork", "/threads/" + e.synth + "/diff", 200, []string{"not forked"}},
@@ -65,7 +72,7 @@ func TestPages(t *testing.T) {
 		{"workflow version not a workflow", "/workflows/review-loop?version=" + info.Head.String(), 400, []string{"not a workflow node"}},
 		{"node", "/nodes/" + info.Head.String(), 200, []string{`href="/nodes/`, "payload"}},
 		{"node bad hash", "/nodes/xyz", 400, nil},
-		{"node absent", "/nodes/0000000000001", 404, nil},
+		{"node absent", "/nodes/0000000000001", 404, []string{"object 0000000000001 was not found in the store"}},
 		{"static css", "/static/style.css", 200, []string{"prefers-color-scheme"}},
 		{"static js", "/static/app.js", 200, []string{"textContent"}},
 		{"no listing", "/static/", 404, nil},
@@ -86,6 +93,9 @@ func TestPages(t *testing.T) {
 				if !strings.Contains(body, w) {
 					t.Errorf("GET %s: the page lacks %q", tc.path, w)
 				}
+			}
+			if m := internalWord.FindString(body); status >= 400 && m != "" {
+				t.Errorf("GET %s: the error page holds the internal words %q:\n%s", tc.path, m, body)
 			}
 		})
 	}
@@ -176,5 +186,34 @@ func TestForkPages(t *testing.T) {
 	status, _, body = get(t, srv.URL+"/threads/"+fork)
 	if status != 200 || !strings.Contains(body, "forked from") || !strings.Contains(body, "/threads/"+fork+"/diff") {
 		t.Errorf("the fork's page does not say where it came from: %d", status)
+	}
+}
+
+// TestErrorPageMasked: an error page says what went wrong in the user's
+// words, and a known secret in it (here in the URL the message repeats)
+// is masked.
+func TestErrorPageMasked(t *testing.T) {
+	e := newEnv(t)
+	const key = "sk-uwf-test-3f9a7c21"
+	srv := httptest.NewServer(web.New(e.eng, &web.Options{Mask: secret.New(key)}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/workflows/" + key, 404, "no workflow registered by that name"},
+		{"/nodes/" + key, 400, "not a hash"},
+	} {
+		status, _, body := get(t, srv.URL+tc.path)
+		if status != tc.status {
+			t.Errorf("GET %s: %d, want %d", tc.path, status, tc.status)
+		}
+		if strings.Contains(body, key) {
+			t.Errorf("GET %s: the error page shows the secret:\n%s", tc.path, body)
+		}
+		if !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: the error page lacks %q:\n%s", tc.path, tc.want, body)
+		}
 	}
 }

@@ -25,6 +25,10 @@ import (
 // statuses are the thread statuses the list can filter by.
 var statuses = []string{thread.StatusActive, thread.StatusDone, thread.StatusSuspended, thread.StatusKilled}
 
+// runStates are the run states the list can filter by (the same filter:
+// the engine takes a status or a run state).
+var runStates = []string{thread.RunQueued, thread.RunRunning, thread.RunRetrying, thread.RunFailed}
+
 // maxScan bounds the threads the fork tree reads.
 const maxScan = 20000
 
@@ -55,6 +59,7 @@ func cut(s string, n int) string {
 
 type threadRow struct {
 	ID, Status, Workflow, Prompt string
+	Run                          string // its run's state; "none" when it has no run record
 	Depth                        int
 	Created, Updated             time.Time
 	Head                         cas.Hash
@@ -65,6 +70,7 @@ type listPage struct {
 	Title            string
 	Status, Workflow string
 	Statuses         []string
+	RunStates        []string
 	Workflows        []string // registered workflow names, for the filter
 	Threads          []threadRow
 	Page             int
@@ -97,9 +103,9 @@ func (h *Handler) threadsFrag(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listData(r *http.Request) (*listPage, error) {
 	q := r.URL.Query()
-	p := &listPage{Title: "Threads", Status: q.Get("status"), Workflow: q.Get("workflow"), Statuses: statuses}
-	if p.Status != "" && !slices.Contains(statuses, p.Status) {
-		return nil, &badRequest{fmt.Errorf("status %s: not one of %s", quote(p.Status), strings.Join(statuses, ", "))}
+	p := &listPage{Title: "Threads", Status: q.Get("status"), Workflow: q.Get("workflow"), Statuses: statuses, RunStates: runStates}
+	if p.Status != "" && !slices.Contains(statuses, p.Status) && !slices.Contains(runStates, p.Status) {
+		return nil, &badRequest{fmt.Errorf("status %s: not one of %s, nor a run state (%s)", quote(p.Status), strings.Join(statuses, ", "), strings.Join(runStates, ", "))}
 	}
 	if p.Workflow != "" && !registry.ValidName(p.Workflow) {
 		return nil, &badRequest{fmt.Errorf("workflow %s: not a workflow name", quote(p.Workflow))}
@@ -120,12 +126,12 @@ func (h *Handler) listData(r *http.Request) (*listPage, error) {
 		return nil, damage
 	}
 	if damage != nil {
-		p.Damage = damage.Error()
+		p.Damage = h.userError(damage.Error())
 	}
 	for _, in := range infos {
-		row := threadRow{ID: in.ID, Status: in.Status, Workflow: in.WorkflowName, Prompt: in.Prompt, Depth: in.Depth, Created: in.Created, Updated: in.Updated, Head: in.Head}
+		row := threadRow{ID: in.ID, Status: in.Status, Run: thread.RunState(in.Run), Workflow: in.WorkflowName, Prompt: in.Prompt, Depth: in.Depth, Created: in.Created, Updated: in.Updated, Head: in.Head}
 		if in.Err != nil {
-			row.Err, row.Status = in.Err.Error(), "unknown"
+			row.Err, row.Status = h.userError(in.Err.Error()), "unknown"
 		}
 		p.Threads = append(p.Threads, row)
 	}
@@ -188,6 +194,8 @@ type entry struct {
 	At           time.Time
 
 	Branches []branchColumn // a call's or join's branches, drawn side by side
+
+	Session *thread.Session // what the step's agent reported of its session; nil if nothing
 }
 
 // branchColumn is one branch of a call or join, as the timeline draws it:
@@ -196,11 +204,47 @@ type branchColumn struct {
 	Key, Thread, Status string
 	Head                cas.Hash
 	Lines               []string
+	Live                bool // the branch thread's ref is there (a join removes it): its page opens
+}
+
+// branchThreads names the branch thread of each of a call's or join's
+// branches (thread id made the call), and for a pending call reads its
+// status; a branch whose thread is there links to its page.
+func (h *Handler) branchThreads(ctx context.Context, id string, n *thread.Node, e *entry) {
+	var call *thread.Node
+	switch {
+	case n.Call != nil:
+		call = n
+	case n.Join != nil:
+		cn, err := h.eng.Node(ctx, n.Join.Call)
+		if err != nil || cn.Call == nil {
+			return
+		}
+		call = cn
+	default:
+		return
+	}
+	for i := range e.Branches {
+		b := &e.Branches[i]
+		b.Thread = thread.ChildID(id, call.Hash, call.Call.At, b.Key)
+		head, err := h.eng.Head(ctx, b.Thread)
+		if err != nil {
+			continue
+		}
+		b.Live = true
+		if n.Call != nil {
+			b.Head = head
+			if bn, err := h.eng.Node(ctx, head); err == nil {
+				b.Status = bn.Status()
+			}
+		}
+	}
 }
 
 type threadPage struct {
 	Title     string
 	Info      *thread.Info
+	Run       *runView // the thread's run record; nil if it has none
 	Entries   []*entry
 	Older     string // the link to older entries; "" at the start
 	Live      bool   // the page shows the newest entries, so it follows the thread
@@ -254,6 +298,9 @@ func (h *Handler) threadData(r *http.Request, frag bool) (*threadPage, error) {
 		return nil, err
 	}
 	p := &threadPage{Title: "Thread " + id, Info: info, Failure: info.LastFailure, LastDepth: info.Depth}
+	if info.Run != nil {
+		p.Run = h.runView(ctx, info.Run)
+	}
 	from := info.Head
 	floor := -1 // entries deeper than this
 	switch {
@@ -300,6 +347,7 @@ func (h *Handler) threadData(r *http.Request, frag bool) (*threadPage, error) {
 		if err != nil {
 			return nil, err
 		}
+		h.branchThreads(ctx, id, n, e)
 		p.Entries = append(p.Entries, e)
 	}
 	slices.Reverse(p.Entries)
@@ -339,7 +387,7 @@ func (h *Handler) entry(ctx context.Context, n *thread.Node) (*entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("step %s: detail: %w", n.Hash, err)
 		}
-		e.EdgePrompt, e.ExitCode, e.Attempts = d.EdgePrompt, d.ExitCode, len(d.Attempts)
+		e.EdgePrompt, e.ExitCode, e.Attempts, e.Session = d.EdgePrompt, d.ExitCode, len(d.Attempts), d.Session
 		raw, err := h.content(ctx, d.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("step %s: raw output: %w", n.Hash, err)
@@ -779,7 +827,7 @@ func (h *Handler) workflows(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, err)
 			return
 		}
-		p.Damage = err.Error()
+		p.Damage = h.userError(err.Error())
 	}
 	h.render(w, r, "workflows.html", p)
 }
@@ -922,4 +970,40 @@ func (h *Handler) node(w http.ResponseWriter, r *http.Request) {
 		return `&#34;<a href="/nodes/` + hs + `">` + hs + `</a>&#34;`
 	}))
 	h.render(w, r, "node.html", p)
+}
+
+// runView is what a thread page shows of its run record: the state, the
+// worker holding the lease and when it expires by the store's clock (the
+// one leases are judged by, never this server's), why no worker took it,
+// and the last run error, in the user's words with secrets masked.
+type runView struct {
+	State, Worker, Agent string
+	Attempt, Failures    int
+	Expiry               time.Time
+	ExpiryIn             string // "in 42s" or "12s ago", by the store's clock; "" without an expiry
+	ExpiryWhat           string // "lease" while running, "backoff" while retrying
+	WhyNotClaimed        string
+	Error                string
+}
+
+func (h *Handler) runView(ctx context.Context, r *thread.Run) *runView {
+	v := &runView{State: r.State, Worker: h.mask.String(r.Worker), Agent: r.Agent, Attempt: r.Attempt, Failures: r.Failures,
+		Expiry: r.ExpiryTime(), WhyNotClaimed: h.userError(r.WhyNotClaimed), Error: h.userError(r.Error)}
+	switch r.State {
+	case thread.RunRunning:
+		v.ExpiryWhat = "lease"
+	case thread.RunRetrying:
+		v.ExpiryWhat = "backoff"
+	}
+	if r.Expiry != 0 {
+		if now, err := h.eng.Repo().Store().Now(ctx); err == nil {
+			d := time.UnixMilli(r.Expiry).Sub(now).Round(time.Second)
+			if d >= 0 {
+				v.ExpiryIn = "in " + d.String()
+			} else {
+				v.ExpiryIn = (-d).String() + " ago"
+			}
+		}
+	}
+	return v
 }

@@ -102,7 +102,10 @@
     var parts = spec.split(' ');
     var body = {};
     Array.prototype.forEach.call(form.elements, function (el) {
-      if (!el.name || el.value === '') return;
+      if (!el.name) return;
+      // A checkbox is a boolean: sent as true when ticked ("queue").
+      if (el.type === 'checkbox') { if (el.checked) body[el.name] = true; return; }
+      if (el.value === '') return;
       body[el.name] = el.type === 'number' ? Number(el.value) : el.value;
     });
     var btn = form.querySelector('button');
@@ -229,7 +232,9 @@
     var timer = null;
     function onEvent(ev) {
       var data = String(ev.data || '');
-      if (id ? data.indexOf(id) < 0 : data.indexOf('threads/') < 0) return;
+      // A thread's ref, its failure's or its run record's (a worker
+      // claiming, stepping or releasing it) moved.
+      if (id ? data.indexOf(id) < 0 : !/"ref":"(threads|failures|runs)\//.test(data)) return;
       clearTimeout(timer);
       timer = setTimeout(refresh, 150);
     }

@@ -299,7 +299,9 @@ one none (fork it to go on).`,
 				ArgsUsage: "<thread>",
 				Description: `Creates runs/<thread> (queued) for an active thread, with --agent if given;
 a failed run is queued again with its failure count reset. A thread
-already queued is left as it is; one a worker runs exits 4.`,
+already queued is left as it is, but --agent A naming another agent
+gives its run agent A (and workers try it again); one a worker runs
+exits 4.`,
 				Flags: []cli.Flag{agentFlag},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {

@@ -113,6 +113,13 @@ func TestQueueCLI(t *testing.T) {
 	if got := e.ok("", "thread", "queue", q2); got != q2+" queued\n" {
 		t.Errorf("thread queue printed %q", got)
 	}
+	// Queued again with another agent: the run takes it.
+	if got := e.ok("", "thread", "queue", q2, "--agent", "synth"); got != q2+" queued\n" {
+		t.Errorf("thread queue --agent synth printed %q", got)
+	}
+	if r, err := eng.RunOf(t.Context(), q2); err != nil || r.Agent != "synth" || r.State != thread.RunQueued {
+		t.Errorf("run after thread queue --agent synth = %+v, %v", r, err)
+	}
 	// rm drops the run too.
 	e.ok("", "thread", "rm", q2)
 	if r, _ := eng.RunOf(t.Context(), q2); r != nil {

@@ -333,8 +333,9 @@ type LeaseHeldError struct {
 	Expiry time.Time // by the store's clock
 }
 
+// Error says who holds the lease and until when.
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("thread %s is leased by worker %s until %s (store clock): it is being run; use --force to step it anyway",
+	return fmt.Sprintf("thread %s is leased by worker %s until %s (store clock): it is being run",
 		e.Thread, e.Worker, e.Expiry.Format(time.RFC3339))
 }
 

@@ -706,6 +706,9 @@ func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
 	e := s.engine(repo)
 	if !c.Bool("force") {
 		if err := e.CheckUnleased(c.Context, id); err != nil {
+			if _, held := errors.AsType[*thread.LeaseHeldError](err); held {
+				return fmt.Errorf("%w; use --force to step it anyway", err)
+			}
 			return err
 		}
 	}

@@ -87,6 +87,10 @@ func TestQueueCLI(t *testing.T) {
 	if r.code != exitConflict || !strings.Contains(r.stderr, "leased by worker w-test") || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("step of a leased thread: %v", r)
 	}
+	// Queueing it is refused too, and --force (a step's flag) is not offered.
+	if r := e.run("", "thread", "queue", q1, "--agent", "human"); r.code != exitConflict || !strings.Contains(r.stderr, "leased by worker w-test") || strings.Contains(r.stderr, "--force") {
+		t.Errorf("queue of a leased thread: %v", r)
+	}
 	e.ok("", "thread", "step", q1, "--agent", "synth", "--force")
 	// kill drops the run: the holder's lease is gone.
 	e.ok("", "thread", "kill", q1)

@@ -1368,10 +1368,10 @@ func writeRun(w io.Writer, r *thread.Run) {
 		fmt.Fprintf(w, "retry:    not before %s (store clock)\n", r.ExpiryTime().Format(time.RFC3339))
 	}
 	if r.WhyNotClaimed != "" {
-		fmt.Fprintf(w, "not claimed: %s\n", oneLine(r.WhyNotClaimed))
+		fmt.Fprintf(w, "not claimed: %s\n", oneLine(userMessage(r.WhyNotClaimed)))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "run error: %s\n", oneLine(r.Error))
+		fmt.Fprintf(w, "run error: %s\n", oneLine(userMessage(r.Error)))
 	}
 }
 

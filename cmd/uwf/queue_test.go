@@ -105,13 +105,13 @@ func TestQueueCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l2.Fail(t.Context(), errTest("agent exited 1")); err != nil {
+	if err := l2.Fail(t.Context(), errTest("agent exited 1: agent: run failed")); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.ok("", "thread", "list", "--status", "failed"); !strings.HasPrefix(got, q2) {
 		t.Errorf("list --status failed:\n%s", got)
 	}
-	if got := e.ok("", "thread", "show", q2); !strings.Contains(got, "run error: agent exited 1") {
+	if got := e.ok("", "thread", "show", q2); !strings.Contains(got, "run error: agent exited 1: the agent failed\n") {
 		t.Errorf("show of a failed run:\n%s", got)
 	}
 	if got := e.ok("", "thread", "queue", q2); got != q2+" queued\n" {

@@ -48,25 +48,9 @@ func TestPeakRunning(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := cas.NewMemStore(nil)
-			repo, err := cas.Open(ctx, mem, mem.Refs(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng := thread.New(repo, nil)
-			wf, err := repo.Put(ctx, cas.WorkflowSchema, map[string]any{"name": "w", "roles": map[string]any{}, "graph": map[string]any{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
+			eng, ids := newThreads(t, 3)
 			leases := map[byte]*thread.Lease{}
-			for range 3 {
-				id, _, err := eng.Start(ctx, wf, "task", "/tmp")
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, id)
-			}
+			var err error
 			used := map[string]bool{}
 			for _, op := range tc.ops {
 				time.Sleep(2 * time.Millisecond) // the log's times are milliseconds
@@ -90,6 +74,16 @@ func TestPeakRunning(t *testing.T) {
 
 // A thread that was never queued has no runs/ log: an error, not a peak.
 func TestPeakRunningNoLog(t *testing.T) {
+	eng, ids := newThreads(t, 1)
+	id := ids[0]
+	if _, err := proctest.PeakRunning(context.Background(), eng, ids); err == nil || !strings.Contains(err.Error(), "runs/"+id) {
+		t.Errorf("PeakRunning of a never-queued thread: %v, want an error naming runs/%s", err, id)
+	}
+}
+
+// newThreads starts n threads on a new memory store.
+func newThreads(t *testing.T, n int) (*thread.Engine, []string) {
+	t.Helper()
 	ctx := context.Background()
 	mem := cas.NewMemStore(nil)
 	repo, err := cas.Open(ctx, mem, mem.Refs(), nil)
@@ -97,12 +91,17 @@ func TestPeakRunningNoLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := thread.New(repo, nil)
-	wf, _ := repo.Put(ctx, cas.WorkflowSchema, map[string]any{"name": "w", "roles": map[string]any{}, "graph": map[string]any{}})
-	id, _, err := eng.Start(ctx, wf, "task", "/tmp")
+	wf, err := repo.Put(ctx, cas.WorkflowSchema, map[string]any{"name": "w", "roles": map[string]any{}, "graph": map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := proctest.PeakRunning(ctx, eng, []string{id}); err == nil || !strings.Contains(err.Error(), "runs/"+id) {
-		t.Errorf("PeakRunning of a never-queued thread: %v, want an error naming runs/%s", err, id)
+	var ids []string
+	for range n {
+		id, _, err := eng.Start(ctx, wf, "task", "/tmp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
 	}
+	return eng, ids
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -534,8 +535,11 @@ func (r *Registry) ChildWorkflow(ctx context.Context, role *Role) (cas.Hash, err
 		return role.Version, nil
 	}
 	h, err := r.repo.Refs().Get(ctx, RefName(role.Workflow))
+	if errors.Is(err, cas.ErrNotFound) {
+		return 0, fmt.Errorf("workflow %s is not registered: %w (register it first: uwf workflow put <file>)", role.Workflow, cas.ErrNotFound)
+	}
 	if err != nil {
-		return 0, fmt.Errorf("workflow %s: %w (register it first: uwf workflow put <file>)", role.Workflow, err)
+		return 0, fmt.Errorf("workflow %s: %w", role.Workflow, err)
 	}
 	return h, nil
 }

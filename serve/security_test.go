@@ -1,15 +1,14 @@
 package serve_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/uncaged/uwf/internal/proctest"
 	"github.com/uncaged/uwf/serve"
 )
 
@@ -153,29 +152,11 @@ func TestBeyondLoopback(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestRequestLog: each request is logged at info with its method, path
 // and status, and the token never reaches the log, wherever a client
 // puts it.
 func TestRequestLog(t *testing.T) {
-	var buf syncBuffer
+	var buf proctest.SyncBuffer
 	e := newEnvWith(t, "memory", "127.0.0.1:0", func(o *serve.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})

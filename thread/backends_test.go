@@ -44,38 +44,48 @@ func TestBackends(t *testing.T) {
 		{"ParallelFailureCollected", testParallelFailureCollected},
 		{"RaceCancelsLosers", testRaceCancelsLosers},
 	}
-	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
-		"disk": func(t *testing.T) (cas.Store, cas.Refs) {
-			st, err := disk.Create(filepath.Join(t.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st, st.Refs()
-		},
-		"postgres": func(t *testing.T) (cas.Store, cas.Refs) {
-			url := pgtest.URL(t)
-			sep := "?"
-			if strings.Contains(url, "?") {
-				sep = "&"
-			}
-			st, err := postgres.Open(t.Context(), fmt.Sprintf("%s%sschema=thread%d", url, sep, time.Now().UnixNano()), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(st.Close)
-			return st, st.Refs()
-		},
-	}
 	for _, backend := range []string{"disk", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
-					st, refs := backends[backend](t)
+					st, refs := openBackend(t, backend, "thread")
 					c := &clock{t: time.Now().UTC()}
 					tc.fn(t, newTEnvOn(t, c, st, refs))
 				})
 			}
 		})
 	}
+}
+
+// openBackend opens a new, empty store of the backend (memory, disk or
+// postgres: a schema of its own named after prefix, dropped after the
+// test; skipped without UWF_TEST_POSTGRES).
+func openBackend(t *testing.T, backend, prefix string) (cas.Store, cas.Refs) {
+	t.Helper()
+	switch backend {
+	case "memory":
+		mem := cas.NewMemStore(nil)
+		return mem, mem.Refs()
+	case "disk":
+		st, err := disk.Create(filepath.Join(t.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st, st.Refs()
+	case "postgres":
+		url := pgtest.URL(t)
+		sep := "?"
+		if strings.Contains(url, "?") {
+			sep = "&"
+		}
+		st, err := postgres.Open(t.Context(), fmt.Sprintf("%s%sschema=%s", url, sep, pgtest.Schema(t, prefix)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st, st.Refs()
+	}
+	t.Fatalf("no backend %q", backend)
+	return nil, nil
 }

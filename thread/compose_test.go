@@ -360,12 +360,7 @@ func testRaceCancelsLosers(t *testing.T, te *tenv) {
 
 func TestReadShowsBranches(t *testing.T) {
 	te := newTEnv(t)
-	te.example("develop.yaml")
-	wf := te.example("solve-issue.yaml")
-	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := te.runSolveIssue()
 	r, err := te.e.Read(te.ctx, id, thread.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -394,12 +389,7 @@ func TestReadShowsBranches(t *testing.T) {
 
 func TestForkAndReplayParent(t *testing.T) {
 	te := newTEnv(t)
-	te.example("develop.yaml")
-	wf := te.example("solve-issue.yaml")
-	src, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := te.runSolveIssue()
 	srcNodes := te.nodes(te.head(src))
 	// Replay from the start: the child replays from its own recorded
 	// outputs, so the same outputs come out.
@@ -602,12 +592,7 @@ func TestNestingLimit(t *testing.T) {
 
 func TestGCAfterRemovingParent(t *testing.T) {
 	te := newTEnv(t)
-	te.example("develop.yaml")
-	wf := te.example("solve-issue.yaml")
-	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := te.runSolveIssue()
 	ns := te.nodes(te.head(id))
 	// A fork at the triager's step shares the start and that step.
 	keep, err := te.e.Fork(te.ctx, ns[1].Hash, id)
@@ -814,4 +799,17 @@ graph:
 	if got := kinds(te.nodes(te.head(id2))); !slices.Equal(got, []string{"start", "step:lister"}) {
 		t.Errorf("chain after the empty fan-out = %q", got)
 	}
+}
+
+// runSolveIssue registers develop.yaml and runs solve-issue.yaml to its
+// end with the synth agent, returning the parent thread.
+func (te *tenv) runSolveIssue() string {
+	te.t.Helper()
+	te.example("develop.yaml")
+	wf := te.example("solve-issue.yaml")
+	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", te.t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		te.t.Fatal(err)
+	}
+	return id
 }

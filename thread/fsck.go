@@ -41,13 +41,7 @@ func checkCompose(ctx context.Context, r *cas.Repo, h cas.Hash, n cas.Node) []ca
 	if err != nil {
 		return []cas.Problem{chainProblem("%v", err)}
 	}
-	get := func(x cas.Hash) (*Node, error) {
-		cn, err := r.Get(ctx, x)
-		if err != nil {
-			return nil, err
-		}
-		return DecodeNode(x, cn)
-	}
+	get := nodeGetter(ctx, r)
 	callOf := func(x cas.Hash) (*Call, []cas.Problem) {
 		cn, err := get(x)
 		if err != nil {
@@ -132,6 +126,17 @@ func chainProblem(format string, args ...any) cas.Problem {
 	return cas.Problem{Kind: cas.ProblemChain, Msg: fmt.Sprintf(format, args...)}
 }
 
+// nodeGetter returns a function that reads and decodes the node at a hash.
+func nodeGetter(ctx context.Context, r *cas.Repo) func(cas.Hash) (*Node, error) {
+	return func(x cas.Hash) (*Node, error) {
+		cn, err := r.Get(ctx, x)
+		if err != nil {
+			return nil, err
+		}
+		return DecodeNode(x, cn)
+	}
+}
+
 // checkChain checks one step or mark node against its prev and the nodes
 // its skip pointers name.
 func checkChain(ctx context.Context, r *cas.Repo, h cas.Hash, n cas.Node) []cas.Problem {
@@ -142,13 +147,7 @@ func checkChain(ctx context.Context, r *cas.Repo, h cas.Hash, n cas.Node) []cas.
 	if err != nil {
 		return []cas.Problem{chainProblem("%v", err)}
 	}
-	get := func(x cas.Hash) (*Node, error) {
-		cn, err := r.Get(ctx, x)
-		if err != nil {
-			return nil, err
-		}
-		return DecodeNode(x, cn)
-	}
+	get := nodeGetter(ctx, r)
 	c := node.Chain()
 	var out []cas.Problem
 	sn, err := get(c.Start)

@@ -27,6 +27,7 @@ type LeaseLostError struct {
 	Why    string // "expired by this process's clock", "taken by worker X", "run record dropped", ...
 }
 
+// Error says which worker lost the lease on which thread, and why.
 func (e *LeaseLostError) Error() string {
 	return fmt.Sprintf("thread %s: worker %s lost its lease: %s", e.Thread, e.Worker, e.Why)
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
-	"github.com/uncaged/uwf/cas/disk"
-	"github.com/uncaged/uwf/cas/postgres"
-	"github.com/uncaged/uwf/internal/pgtest"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -37,38 +33,11 @@ func TestLeases(t *testing.T) {
 		{"NeverQueuedStaysVersion1", testNeverQueuedStaysVersion1},
 		{"NotClaimed", testNotClaimed},
 	}
-	backends := map[string]func(t *testing.T) (cas.Store, cas.Refs){
-		"memory": func(t *testing.T) (cas.Store, cas.Refs) {
-			mem := cas.NewMemStore(nil)
-			return mem, mem.Refs()
-		},
-		"disk": func(t *testing.T) (cas.Store, cas.Refs) {
-			st, err := disk.Create(filepath.Join(t.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st, st.Refs()
-		},
-		"postgres": func(t *testing.T) (cas.Store, cas.Refs) {
-			url := pgtest.URL(t)
-			sep := "?"
-			if strings.Contains(url, "?") {
-				sep = "&"
-			}
-			st, err := postgres.Open(t.Context(), fmt.Sprintf("%s%sschema=%s", url, sep, pgtest.Schema(t, "lease")), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(st.Close)
-			return st, st.Refs()
-		},
-	}
 	for _, backend := range []string{"memory", "disk", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
-					st, refs := backends[backend](t)
+					st, refs := openBackend(t, backend, "lease")
 					tc.fn(t, newTEnvOn(t, &clock{t: time.Now().UTC()}, st, refs))
 				})
 			}

@@ -234,24 +234,32 @@ func (s *Session) Summary() string {
 	if s.Model != "" {
 		parts = append(parts, "model "+s.Model)
 	}
-	if s.InputTokens > 0 || s.OutputTokens > 0 {
-		t := strconv.FormatInt(s.InputTokens, 10) + " in"
-		if s.CacheReadTokens > 0 {
-			t += " (" + strconv.FormatInt(s.CacheReadTokens, 10) + " cached)"
+	return strings.Join(usageWords(parts, s.InputTokens, s.CacheReadTokens, s.OutputTokens, s.ReasoningTokens, s.Turns, s.CostUSD), ", ")
+}
+
+// usageWords appends to parts what a session or a sum of them reported,
+// as [Session.Summary] and [Usage.Summary] word it: "1234 in (1000 cached)
+// / 56 out tokens (7 reasoning)", "3 turns", "$0.0123". What is zero is
+// left out.
+func usageWords(parts []string, in, cached, out, reasoning, turns int64, costUSD float64) []string {
+	if in > 0 || out > 0 {
+		t := strconv.FormatInt(in, 10) + " in"
+		if cached > 0 {
+			t += " (" + strconv.FormatInt(cached, 10) + " cached)"
 		}
-		t += " / " + strconv.FormatInt(s.OutputTokens, 10) + " out tokens"
-		if s.ReasoningTokens > 0 {
-			t += " (" + strconv.FormatInt(s.ReasoningTokens, 10) + " reasoning)"
+		t += " / " + strconv.FormatInt(out, 10) + " out tokens"
+		if reasoning > 0 {
+			t += " (" + strconv.FormatInt(reasoning, 10) + " reasoning)"
 		}
 		parts = append(parts, t)
 	}
-	if s.Turns > 0 {
-		parts = append(parts, strconv.FormatInt(s.Turns, 10)+" turns")
+	if turns > 0 {
+		parts = append(parts, strconv.FormatInt(turns, 10)+" turns")
 	}
-	if s.CostUSD > 0 {
-		parts = append(parts, "$"+strconv.FormatFloat(s.CostUSD, 'f', -1, 64))
+	if costUSD > 0 {
+		parts = append(parts, "$"+strconv.FormatFloat(costUSD, 'f', -1, 64))
 	}
-	return strings.Join(parts, ", ")
+	return parts
 }
 
 // Failure is the payload of a failure node: a step that moved nothing.

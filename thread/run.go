@@ -178,9 +178,12 @@ var ErrNotQueued = fmt.Errorf("%w: the thread is not queued", cas.ErrNotFound)
 // thread, its workflow's name, its working folder and opts.Agent. The
 // first run node written moves the store to format version 2
 // ([cas.Repo.RequireVersion]). The thread must be active. A thread already
-// queued or retrying is left as it is and its record returned; a failed
-// run is queued again with its failure count reset (logged "requeue"); a
-// running one fails with a *[LeaseHeldError].
+// queued or retrying is left as it is and its record returned, unless
+// opts.Agent names another agent than the record's: then the record
+// takes that agent, and forgets why a worker did not claim it (logged
+// "requeue with agent <a>"); a failed run is queued again with its failure
+// count reset (logged "requeue"); a running one fails with a
+// *[LeaseHeldError].
 func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*Run, error) {
 	id, err := ParseID(id)
 	if err != nil {
@@ -214,7 +217,20 @@ func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*
 		if cur != nil {
 			switch cur.State {
 			case RunQueued, RunRetrying:
-				return cur, nil
+				if opts.Agent == "" || opts.Agent == cur.Agent {
+					return cur, nil
+				}
+				next := *cur
+				next.Agent, next.WhyNotClaimed, next.At = opts.Agent, "", now
+				h, err := e.swapRun(ctx, id, cur.Hash, &next, "requeue with agent "+opts.Agent)
+				if errors.Is(err, cas.ErrConflict) {
+					continue
+				}
+				if err != nil {
+					return nil, fmt.Errorf("queue thread %s: %w", id, err)
+				}
+				next.Hash = h
+				return &next, nil
 			case RunRunning:
 				if now < cur.Expiry {
 					return nil, &LeaseHeldError{Thread: id, Worker: cur.Worker, Expiry: cur.ExpiryTime()}
@@ -317,8 +333,9 @@ type LeaseHeldError struct {
 	Expiry time.Time // by the store's clock
 }
 
+// Error says who holds the lease and until when.
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("thread %s is leased by worker %s until %s (store clock): it is being run; use --force to step it anyway",
+	return fmt.Sprintf("thread %s is leased by worker %s until %s (store clock): it is being run",
 		e.Thread, e.Worker, e.Expiry.Format(time.RFC3339))
 }
 

@@ -515,6 +515,11 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 		}
 		d, err = moderator.Route(wf.Graph, role, out.Payload)
 	}
+	if errors.Is(err, moderator.ErrMissingField) {
+		// The output fitted its schema, so the schema does not require the
+		// field: say where the fix is (docs/WORKFLOWS.md, Prompt templates).
+		return nil, fmt.Errorf("thread %s: route: %w: the role's schema does not require it (require it, or leave it out of the edge's prompt)", id, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: route: %w", id, err)
 	}

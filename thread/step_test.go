@@ -14,6 +14,7 @@ import (
 	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/extract"
+	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -593,5 +594,29 @@ graph:
 	}
 	if got, want := te.roles(id), []string{"worker:finished", "mark:done"}; !slices.Equal(got, want) || rs[len(rs)-1].Kind != thread.EventDone {
 		t.Errorf("chain %q, want %q", got, want)
+	}
+}
+
+// TestRouteMissingFieldHint: an edge's prompt naming a field the role's
+// schema does not require fails at run time when the output leaves it
+// out; the error says where the fix is.
+func TestRouteMissingFieldHint(t *testing.T) {
+	te := newTEnv(t)
+	wf := te.putWorkflow(`name: triage
+roles:
+  triager:
+    frontmatter:
+      type: object
+      properties:
+        status: { const: bug }
+        severity: { type: string }
+      required: [status]
+graph:
+  $START: { new: { role: triager } }
+  triager: { bug: { role: $END, prompt: "severity {{ severity }}" } }
+`)
+	_, _, err := te.e.Run(te.ctx, wf, "task", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if !errors.Is(err, moderator.ErrMissingField) || !strings.Contains(err.Error(), `template field "severity" missing from output: the role's schema does not require it (require it, or leave it out of the edge's prompt)`) {
+		t.Errorf("Run = %v, want the missing field and the hint", err)
 	}
 }

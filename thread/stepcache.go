@@ -89,24 +89,7 @@ func (u Usage) Summary() string {
 	if u.Sessions == 1 {
 		parts[0] = "1 session"
 	}
-	if u.InputTokens > 0 || u.OutputTokens > 0 {
-		t := strconv.FormatInt(u.InputTokens, 10) + " in"
-		if u.CacheReadTokens > 0 {
-			t += " (" + strconv.FormatInt(u.CacheReadTokens, 10) + " cached)"
-		}
-		t += " / " + strconv.FormatInt(u.OutputTokens, 10) + " out tokens"
-		if u.ReasoningTokens > 0 {
-			t += " (" + strconv.FormatInt(u.ReasoningTokens, 10) + " reasoning)"
-		}
-		parts = append(parts, t)
-	}
-	if u.Turns > 0 {
-		parts = append(parts, strconv.FormatInt(u.Turns, 10)+" turns")
-	}
-	if u.CostNanoUSD > 0 {
-		parts = append(parts, "$"+strconv.FormatFloat(u.CostUSD(), 'f', -1, 64))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(usageWords(parts, u.InputTokens, u.CacheReadTokens, u.OutputTokens, u.ReasoningTokens, u.Turns, u.CostUSD()), ", ")
 }
 
 // add returns u with session s added (nil: u).

@@ -15,6 +15,7 @@ import (
 	"github.com/uncaged/uwf/config"
 	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/internal/pgtest"
+	"github.com/uncaged/uwf/internal/proctest"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 	"github.com/uncaged/uwf/worker"
@@ -351,63 +352,7 @@ func testMaxRunning(t *testing.T, f *fixture) {
 		}
 		return true
 	})
-	if peak := PeakRunning(t, f.eng, ids); peak != 2 {
-		t.Errorf("peak running = %d, want 2 (maxRunning 2, 9 workers' room)", peak)
+	if peak, err := proctest.PeakRunning(t.Context(), f.eng, ids); err != nil || peak != 2 {
+		t.Errorf("peak running = %d, %v; want 2 (maxRunning 2, 9 workers' room)", peak, err)
 	}
-}
-
-// PeakRunning replays the runs/ logs of ids and returns the most leases
-// held at once: a lease is held from its claim's log time to the first of
-// its next change's time and its last expiry.
-func PeakRunning(t *testing.T, eng *thread.Engine, ids []string) int {
-	t.Helper()
-	type edge struct {
-		at    int64
-		delta int
-	}
-	var edges []edge
-	for _, id := range ids {
-		log, err := eng.Repo().Refs().Log(t.Context(), thread.RunPrefix+id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var open bool
-		var from, expiry int64
-		closeAt := func(at int64) {
-			if open {
-				edges = append(edges, edge{from, 1}, edge{min(at, expiry), -1})
-				open = false
-			}
-		}
-		for _, e := range log {
-			var r *thread.Run
-			if !e.New.IsZero() {
-				if r, err = eng.ReadRun(t.Context(), e.New); err != nil {
-					t.Fatal(err)
-				}
-			}
-			switch {
-			case r != nil && r.State == thread.RunRunning && strings.HasPrefix(e.Message, "renew"):
-				expiry = r.Expiry
-			case r != nil && r.State == thread.RunRunning:
-				closeAt(e.Time)
-				open, from, expiry = true, e.Time, r.Expiry
-			default:
-				closeAt(e.Time)
-			}
-		}
-		closeAt(1 << 62)
-	}
-	// Sort by time, ends before starts at the same millisecond.
-	for i := 1; i < len(edges); i++ {
-		for j := i; j > 0 && (edges[j].at < edges[j-1].at || edges[j].at == edges[j-1].at && edges[j].delta < edges[j-1].delta); j-- {
-			edges[j], edges[j-1] = edges[j-1], edges[j]
-		}
-	}
-	cur, peak := 0, 0
-	for _, e := range edges {
-		cur += e.delta
-		peak = max(peak, cur)
-	}
-	return peak
 }

@@ -43,10 +43,10 @@ Writes config.yaml (the provider, a model named after it, defaultModel,
 defaultAgent, and for a chosen agent CLI an entry naming its preset, such
 as claude: {preset: claude-code}; none removes defaultAgent) and the key
 into .env (mode 0600) under the variable that providers.<p>.apiKeyEnv
-names; the key is never printed. Run it again to change answers: it edits both files,
-keeping their comments and every other setting. The result is validated
-before anything is written; then it prints what it set and the next
-command to run.`,
+names; the key is never printed. Run it again to change answers: it edits
+both files, keeping their comments and every other setting. The result is
+validated before anything is written; then it prints what it set and the
+next command to run.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "provider", Usage: "the LLM provider `NAME`: " + strings.Join(providerNames(), ", ") + ", a name of your own (with --base-url), or none"},
 			&cli.StringFlag{Name: "base-url", Usage: "the provider's OpenAI-compatible API root `URL`"},

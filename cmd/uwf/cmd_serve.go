@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strings"
 
@@ -55,10 +54,7 @@ func runServe(c *cli.Context, s *session) error {
 		return usageErrorf(s.cmd, "--token must not hold white space")
 	}
 	// Request logs at info unless --log-level says otherwise.
-	log := s.log
-	if !c.IsSet("log-level") || c.String("log-level") == "" {
-		log = slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
+	log := s.serviceLog(c)
 	cfg, err := s.config()
 	if err != nil {
 		return err

@@ -299,7 +299,9 @@ one none (fork it to go on).`,
 				ArgsUsage: "<thread>",
 				Description: `Creates runs/<thread> (queued) for an active thread, with --agent if given;
 a failed run is queued again with its failure count reset. A thread
-already queued is left as it is; one a worker runs exits 4.`,
+already queued is left as it is, but --agent A naming another agent
+gives its run agent A (and workers try it again); one a worker runs
+exits 4.`,
 				Flags: []cli.Flag{agentFlag},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<thread>"); err != nil {
@@ -704,6 +706,9 @@ func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
 	e := s.engine(repo)
 	if !c.Bool("force") {
 		if err := e.CheckUnleased(c.Context, id); err != nil {
+			if _, held := errors.AsType[*thread.LeaseHeldError](err); held {
+				return fmt.Errorf("%w; use --force to step it anyway", err)
+			}
 			return err
 		}
 	}
@@ -1366,10 +1371,10 @@ func writeRun(w io.Writer, r *thread.Run) {
 		fmt.Fprintf(w, "retry:    not before %s (store clock)\n", r.ExpiryTime().Format(time.RFC3339))
 	}
 	if r.WhyNotClaimed != "" {
-		fmt.Fprintf(w, "not claimed: %s\n", oneLine(r.WhyNotClaimed))
+		fmt.Fprintf(w, "not claimed: %s\n", oneLine(userMessage(r.WhyNotClaimed)))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "run error: %s\n", oneLine(r.Error))
+		fmt.Fprintf(w, "run error: %s\n", oneLine(userMessage(r.Error)))
 	}
 }
 

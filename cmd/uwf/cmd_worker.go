@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -84,10 +83,7 @@ func runWorker(c *cli.Context, s *session) error {
 			return usageErrorf(s.cmd, "invalid --workflow %q: not a workflow name", wf)
 		}
 	}
-	log := s.log
-	if !c.IsSet("log-level") || c.String("log-level") == "" {
-		log = slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
+	log := s.serviceLog(c)
 	opts, err := runOptions(c, s, nil)
 	if err != nil {
 		return err

@@ -78,8 +78,9 @@ func exitCode(w io.Writer, err error) int {
 	case errors.As(err, &silent):
 	case errors.As(err, &invalid) && error(invalid) == err:
 		// A file's problems, one "file:line:col: message" per line, as
-		// compilers print them (editors jump to them).
-		fmt.Fprintln(w, err)
+		// compilers print them (editors jump to them), in a person's
+		// words (a problem may quote a store error: "cas: not found").
+		fmt.Fprintln(w, userMessage(err.Error()))
 	default:
 		fmt.Fprintf(w, "uwf: %s\n", userMessage(err.Error()))
 	}

@@ -104,13 +104,20 @@ func checkNoSecret(t *testing.T, e *env, printed ...string) {
 			t.Errorf("the API key was printed:\n%s", p)
 		}
 	}
+	checkNotStored(t, e, presetSecret, "the API key")
+}
+
+// checkNotStored fails if text is in any file under the home (the store,
+// config.yaml, .env), naming what it is.
+func checkNotStored(t *testing.T, e *env, text, what string) {
+	t.Helper()
 	err := filepath.WalkDir(e.home, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		data, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(data, []byte(presetSecret)) {
-			t.Errorf("the API key is stored in %s", path)
+		if err == nil && bytes.Contains(data, []byte(text)) {
+			t.Errorf("%s is stored in %s", what, path)
 		}
 		return err
 	})
@@ -310,19 +317,7 @@ func TestPresetEscapedSecret(t *testing.T) {
 					t.Errorf("the escaped key was printed:\n%s", p)
 				}
 			}
-			err := filepath.WalkDir(e.home, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				data, err := os.ReadFile(path)
-				if err == nil && bytes.Contains(data, []byte(`u0073k`)) {
-					t.Errorf("the escaped key is stored in %s", path)
-				}
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			checkNotStored(t, e, `u0073k`, "the escaped key")
 		})
 	}
 }

@@ -87,6 +87,10 @@ func TestQueueCLI(t *testing.T) {
 	if r.code != exitConflict || !strings.Contains(r.stderr, "leased by worker w-test") || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("step of a leased thread: %v", r)
 	}
+	// Queueing it is refused too, and --force (a step's flag) is not offered.
+	if r := e.run("", "thread", "queue", q1, "--agent", "human"); r.code != exitConflict || !strings.Contains(r.stderr, "leased by worker w-test") || strings.Contains(r.stderr, "--force") {
+		t.Errorf("queue of a leased thread: %v", r)
+	}
 	e.ok("", "thread", "step", q1, "--agent", "synth", "--force")
 	// kill drops the run: the holder's lease is gone.
 	e.ok("", "thread", "kill", q1)
@@ -101,17 +105,24 @@ func TestQueueCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l2.Fail(t.Context(), errTest("agent exited 1")); err != nil {
+	if err := l2.Fail(t.Context(), errTest("agent exited 1: agent: run failed")); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.ok("", "thread", "list", "--status", "failed"); !strings.HasPrefix(got, q2) {
 		t.Errorf("list --status failed:\n%s", got)
 	}
-	if got := e.ok("", "thread", "show", q2); !strings.Contains(got, "run error: agent exited 1") {
+	if got := e.ok("", "thread", "show", q2); !strings.Contains(got, "run error: agent exited 1: the agent failed\n") {
 		t.Errorf("show of a failed run:\n%s", got)
 	}
 	if got := e.ok("", "thread", "queue", q2); got != q2+" queued\n" {
 		t.Errorf("thread queue printed %q", got)
+	}
+	// Queued again with another agent: the run takes it.
+	if got := e.ok("", "thread", "queue", q2, "--agent", "synth"); got != q2+" queued\n" {
+		t.Errorf("thread queue --agent synth printed %q", got)
+	}
+	if r, err := eng.RunOf(t.Context(), q2); err != nil || r.Agent != "synth" || r.State != thread.RunQueued {
+		t.Errorf("run after thread queue --agent synth = %+v, %v", r, err)
 	}
 	// rm drops the run too.
 	e.ok("", "thread", "rm", q2)

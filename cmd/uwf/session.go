@@ -74,6 +74,16 @@ func newSession(c *cli.Context) (*session, error) {
 	return s, nil
 }
 
+// serviceLog is the log of a command that runs until stopped (serve,
+// worker): at info unless --log-level (or UWF_LOG_LEVEL) says otherwise,
+// masked like every log.
+func (s *session) serviceLog(c *cli.Context) *slog.Logger {
+	if c.IsSet("log-level") && c.String("log-level") != "" {
+		return s.log
+	}
+	return slog.New(slog.NewTextHandler(s.mask.Writer(c.App.ErrWriter), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
 // warnf prints a warning line to stderr, "uwf: <message>", for things a
 // command skipped while it went on with the rest. Known secrets are
 // masked, as in the logs and in returned errors.

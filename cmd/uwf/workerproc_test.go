@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/proctest"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
 )
@@ -81,27 +82,9 @@ type farm struct {
 type wproc struct {
 	id   string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *proctest.SyncBuffer
 	done chan struct{}
 	err  error
-}
-
-// syncBuffer is a buffer a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // linesAbout returns the lines of the worker's log that name thread id.
@@ -174,7 +157,7 @@ func (f *farm) start(id string, args ...string) *wproc {
 	all := append([]string{"worker", "--id", id, "--lease", f.lease, "--backoff", "100ms"}, args...)
 	cmd := exec.Command(os.Args[0], all...)
 	cmd.Env = f.env(home, id)
-	p := &wproc{id: id, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &wproc{id: id, cmd: cmd, out: &proctest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		f.t.Fatal(err)
@@ -642,59 +625,11 @@ func TestWorkerMaxRunning(t *testing.T) {
 	}
 }
 
-// peakRunning replays the runs/ logs of ids and returns the most leases
-// held at once: a lease is held from its claim's log time to the first of
-// the record's next change and its last expiry (store clock).
+// peakRunning returns the most leases held at once on ids.
 func (f *farm) peakRunning(ids []string) int {
-	t, ctx := f.t, f.t.Context()
-	type edge struct {
-		at    int64
-		delta int
-	}
-	var edges []edge
-	for _, id := range ids {
-		log, err := f.eng.Repo().Refs().Log(ctx, thread.RunPrefix+id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		open := false
-		var from, expiry int64
-		closeAt := func(at int64) {
-			if open {
-				edges = append(edges, edge{from, 1}, edge{min(at, expiry), -1})
-				open = false
-			}
-		}
-		for _, e := range log {
-			var r *thread.Run
-			if !e.New.IsZero() {
-				if r, err = f.eng.ReadRun(ctx, e.New); err != nil {
-					t.Fatal(err)
-				}
-			}
-			switch {
-			case r != nil && r.State == thread.RunRunning && strings.HasPrefix(e.Message, "renew"):
-				expiry = r.Expiry
-			case r != nil && r.State == thread.RunRunning:
-				closeAt(e.Time)
-				open, from, expiry = true, e.Time, r.Expiry
-			default:
-				closeAt(e.Time)
-			}
-		}
-		closeAt(1 << 62)
-	}
-	// By time, an end before a start at the same millisecond.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return int(a.at - b.at)
-		}
-		return a.delta - b.delta
-	})
-	cur, peak := 0, 0
-	for _, e := range edges {
-		cur += e.delta
-		peak = max(peak, cur)
+	peak, err := proctest.PeakRunning(f.t.Context(), f.eng, ids)
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	return peak
 }

@@ -258,3 +258,27 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// TestServiceLogLevel: uwf worker and uwf serve log at info unless
+// --log-level says otherwise.
+func TestServiceLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool // the start's info line on stderr
+	}{
+		{[]string{"worker"}, true},
+		{[]string{"worker", "--log-level", "warn"}, false},
+		{[]string{"serve", "--addr", "127.0.0.1:0"}, true},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "error"}, false},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			e := newEnv(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			defer cancel()
+			r := e.runContext(ctx, strings.NewReader(""), tc.args...)
+			if got := strings.Contains(r.stderr, "level=INFO"); got != tc.want {
+				t.Errorf("info lines on stderr: %v, want %v\n%v", got, tc.want, r)
+			}
+		})
+	}
+}

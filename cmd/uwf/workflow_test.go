@@ -295,3 +295,19 @@ func TestWorkflowListPastDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestChildWorkflowNotRegistered: a workflow whose role runs a workflow
+// not registered yet is refused (exit 1) with a problem line that says so
+// in a person's words, and registers once the child is put.
+func TestChildWorkflowNotRegistered(t *testing.T) {
+	e := newEnv(t)
+	e.write("solve-issue.yaml", mustExample("solve-issue.yaml"))
+	e.write("develop.yaml", mustExample("develop.yaml"))
+	r := e.run("", "workflow", "put", "solve-issue.yaml")
+	want := regexp.MustCompile(`^solve-issue\.yaml:\d+:\d+: roles\.developer\.workflow: workflow develop is not registered \(register it first: uwf workflow put <file>\)\n$`)
+	if r.code != 1 || !want.MatchString(r.stderr) {
+		t.Errorf("put solve-issue.yaml before develop.yaml: %v\nwant exit 1 and one problem line matching %s", r, want)
+	}
+	e.ok("", "workflow", "put", "develop.yaml")
+	e.ok("", "workflow", "put", "solve-issue.yaml")
+}

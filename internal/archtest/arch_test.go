@@ -55,6 +55,7 @@ var internalAllowed = map[string][]string{
 	"internal/jsonschema":      {"golang.org/x/text"},
 	"internal/jsonschema/kind": {"golang.org/x/text"},
 	"internal/browsertest":     {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}, // the viewer's tests in a real headless Chromium
+	"internal/proctest":        {"thread", "cas"},                                               // run records' logs, for the tests of workers and servers
 }
 
 // testAlso lists what the tests of every package may import besides what

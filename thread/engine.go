@@ -738,6 +738,56 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 	return info, nil
 }
 
+// branchSkipper tells, for the threads List's Offset skips, whether each
+// is a branch thread (left out, so not counted), reading only what that
+// takes: its head node and its start node, prefetched a batch of refs at
+// a time (one statement per batch on PostgreSQL), and the creation log of
+// a thread whose start names a call (a branch, or a fork of one). A
+// thread that cannot be read counts as no branch: it is skipped as it
+// would have been listed.
+type branchSkipper struct {
+	memo    context.Context // a read memo for the batch being looked at
+	batchTo int             // refs before this index are prefetched
+}
+
+// skipBatch is how many refs branchSkipper prefetches at once.
+const skipBatch = 256
+
+func (b *branchSkipper) branch(ctx context.Context, e *Engine, refs []cas.Ref, i int) bool {
+	if i >= b.batchTo || b.memo == nil {
+		b.memo = cas.WithReadMemo(ctx) // a new memo per batch: the read nodes go with it
+		b.batchTo = min(i+skipBatch, len(refs))
+		if e.repo.CanPrefetch(b.memo) {
+			heads := make([]cas.Hash, 0, b.batchTo-i)
+			for _, r := range refs[i:b.batchTo] {
+				heads = append(heads, r.Hash)
+			}
+			e.repo.Prefetch(b.memo, heads)
+			starts := make([]cas.Hash, 0, len(heads))
+			for _, h := range heads {
+				if n, err := e.node(b.memo, h, false); err == nil && n.Kind != KindStart {
+					starts = append(starts, n.StartHash())
+				}
+			}
+			e.repo.Prefetch(b.memo, starts)
+		}
+	}
+	hn, err := e.node(b.memo, refs[i].Hash, false)
+	if err != nil {
+		return false
+	}
+	sn := hn
+	if hn.Kind != KindStart {
+		if sn, err = e.node(b.memo, hn.StartHash(), false); err != nil {
+			return false
+		}
+	}
+	if sn.Start == nil || !sn.Start.IsChild() {
+		return false
+	}
+	return e.parentThread(ctx, strings.TrimPrefix(refs[i].Name, ThreadPrefix)) != ""
+}
+
 // ListOptions select threads for [Engine.List].
 type ListOptions struct {
 	// Status keeps only threads with this status (active, done, killed,
@@ -758,8 +808,11 @@ type ListOptions struct {
 	Offset int // skip this many (after filtering)
 	// Children lists branch threads too (threads a call runs, until their
 	// join); without it they are left out, as they show under their
-	// parent. Left-out branches count toward Offset when no other filter
-	// is given (the listing then reads only the page's threads).
+	// parent, and do not count toward Offset: the threads Offset skips
+	// are then read as far as telling a branch (its head and start nodes,
+	// fetched in batches where the store can; the log of a thread whose
+	// start names a call), not as a whole listed thread. Before pages
+	// with no such reads.
 	Children bool
 }
 
@@ -804,7 +857,8 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var out []*Info
 	skipped := 0
 	filtered := opts.Status != "" || opts.Workflow != ""
-	for _, r := range refs {
+	skip := branchSkipper{}
+	for i, r := range refs {
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
@@ -816,6 +870,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			break // newest first: every later one is older still
 		}
 		if !filtered && skipped < opts.Offset {
+			if !opts.Children && skip.branch(ctx, e, refs, i) {
+				continue // a branch: left out, so not counted
+			}
 			skipped++
 			continue
 		}

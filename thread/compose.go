@@ -849,6 +849,12 @@ type ChildInfo struct {
 	Head   cas.Hash // its head: from its ref, or the join's edge once joined
 	Status string   // its status; for a joined branch the join's (done or cancelled)
 	Joined bool
+	// Set by [Engine.Children]: the call it is a branch of, the call's
+	// role, mode and depth.
+	Call     cas.Hash
+	CallRole string
+	Mode     string
+	Depth    int
 }
 
 // CallInfo is a call on a thread's chain with its branches.

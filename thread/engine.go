@@ -582,6 +582,10 @@ type Info struct {
 	// run is then [RunNone]. [RunState] gives the word shown.
 	Run *Run
 	// Set by [Engine.Show] only:
+	// ChildCount counts the branches of every call on the chain; Children
+	// are the newest [ShowChildren] of them (see [Engine.Children]).
+	ChildCount     int
+	Children       []ChildInfo
 	Steps          int         // step nodes on the chain, fork ancestry included
 	Usage          Usage       // the sessions the chain's runs reported, summed
 	LastRun        *SessionRun // the last run's session; nil if it reported none
@@ -674,8 +678,18 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
 	}
 	info.Steps, info.Usage = ce.Steps, ce.Usage
+	if ce.Children > 0 {
+		page, err := e.children(ctx, id, hn, ChildrenOptions{Limit: ShowChildren})
+		if err != nil {
+			return nil, err
+		}
+		info.ChildCount, info.Children = page.Total, page.Children
+	}
 	return info, nil
 }
+
+// ShowChildren is how many children [Engine.Show] lists, newest first.
+const ShowChildren = 10
 
 // detailSession returns the session the detail node at h records; nil if
 // none: no detail, a detail without a session, or one that cannot be read
@@ -814,6 +828,11 @@ type ListOptions struct {
 	// start names a call), not as a whole listed thread. Before pages
 	// with no such reads.
 	Children bool
+	// Parent lists only the children of this thread (see
+	// [Engine.Children]), newest call first, joined ones too; the other
+	// options filter and page them (Before and Since do not apply). Each
+	// child listed is read as a listed thread; a filter reads every child.
+	Parent string
 }
 
 // List returns threads newest first (by the time in their ULID), filtered
@@ -828,6 +847,9 @@ type ListOptions struct {
 // Head and Err set, whatever the status filter, and counts toward the
 // limit and offset like the others.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
+	if opts.Parent != "" {
+		return e.listChildren(ctx, opts)
+	}
 	var refs []cas.Ref
 	var left []error
 	for r, err := range e.refs.List(ctx, ThreadPrefix) {

@@ -135,13 +135,17 @@ a table instead: a header, the age and the prompt's first line, the newest
 20 unless --limit is given. --status keeps the threads whose status or run
 is S, --workflow one workflow (a name or a version's hash), --since the
 threads created since T (a duration ago: 90m, 24h, 7d; a date,
-2026-11-25, UTC; or a time, 2026-11-25T06:00:00Z).`,
+2026-11-25, UTC; or a time, 2026-11-25T06:00:00Z). Branch threads (those a
+call runs) are listed under their parent, not on their own; --parent P
+lists P's children instead: the branches of every call on its chain, joined
+ones too, newest call first.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only threads whose status or run is `S`"},
 					&cli.StringFlag{Name: "workflow", Usage: "only threads of workflow `W` (a name or a version's hash)"},
 					&cli.StringFlag{Name: "since", Usage: "only threads created since `T` (24h, 7d, 2026-11-25, 2026-11-25T06:00:00Z)"},
 					&cli.IntFlag{Name: "limit", Usage: "at most `N` threads (0: all)"},
 					&cli.IntFlag{Name: "offset", Usage: "skip the first `N`"},
+					&cli.StringFlag{Name: "parent", Usage: "only the children of thread `P`, joined ones too"},
 				},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
@@ -163,6 +167,16 @@ threads created since T (a duration ago: 90m, 24h, 7d; a date,
 							return usageErrorf(s.cmd, "invalid --since %q: %v", since, err)
 						}
 						opts.Since = t
+					}
+					if c.IsSet("parent") {
+						if c.IsSet("since") {
+							return usageErrorf(s.cmd, "--parent and --since do not go together: a thread's children are listed by its calls")
+						}
+						id, err := threadArg(s, c.String("parent"))
+						if err != nil {
+							return err
+						}
+						opts.Parent = id
 					}
 					if err := thread.CheckListStatus(opts.Status); err != nil {
 						return usageErrorf(s.cmd, "invalid --status %q: %v", opts.Status, err)
@@ -880,6 +894,16 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	}
 	for _, b := range info.Branches {
 		fmt.Fprintf(bw, "branch:   %s: thread %s, %s\n", b.Key, b.Thread, b.Status)
+	}
+	if info.ChildCount > 0 {
+		fmt.Fprintf(bw, "children: %d", info.ChildCount)
+		if more := info.ChildCount - len(info.Children); more > 0 {
+			fmt.Fprintf(bw, " (the newest %d below; the rest: uwf thread list --parent %s --offset %d)", len(info.Children), info.ID, len(info.Children))
+		}
+		bw.WriteString("\n")
+		for _, ch := range info.Children {
+			fmt.Fprintf(bw, "  %s %-9s %s %s/%s at depth %d\n", ch.Thread, ch.Status, ch.Mode, ch.CallRole, ch.Key, ch.Depth)
+		}
 	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",

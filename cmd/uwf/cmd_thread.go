@@ -858,8 +858,8 @@ type progressPrinter struct {
 	// A watch's calls seen, for their joins' lines: mode and time.
 	modes  map[cas.Hash]string
 	callAt map[cas.Hash]int64
-	stop    chan struct{}
-	done    chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // liveRun is a role running, as the live line shows it.

@@ -234,3 +234,17 @@ func (e *Engine) listChildren(ctx context.Context, opts ListOptions) ([]*Info, e
 	}
 	return out, nil
 }
+
+// joinOwner returns the thread that made the branches of a join at depth
+// on thread id's chain (see callOwners); id if that cannot be read.
+func (e *Engine) joinOwner(ctx context.Context, id string, depth int) string {
+	h, err := e.Head(ctx, id)
+	if err != nil {
+		return id
+	}
+	hn, err := e.Node(ctx, h)
+	if err != nil {
+		return id
+	}
+	return (&callOwners{e: e, id: id, head: hn}).at(ctx, depth)
+}

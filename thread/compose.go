@@ -927,6 +927,11 @@ func (e *Engine) Calls(ctx context.Context, id string) ([]CallInfo, error) {
 	}
 	var out []CallInfo
 	joins := map[cas.Hash]*Join{}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	owners := &callOwners{e: e, id: id, head: hn}
 	for n, err := range e.NewestFirst(ctx, head) {
 		if err != nil {
 			return nil, err
@@ -937,8 +942,12 @@ func (e *Engine) Calls(ctx context.Context, id string) ([]CallInfo, error) {
 		case KindCall:
 			ci := CallInfo{Call: n.Hash, Role: n.Call.Role, Mode: n.Call.Mode, Depth: n.Call.Depth}
 			j := joins[n.Hash]
+			owner := id
+			if j != nil {
+				owner = owners.at(ctx, j.Depth) // a fork's inherited join: the source's branches
+			}
 			for i, b := range n.Call.Branches {
-				ch := ChildInfo{Key: b.Key, Role: b.Role, Thread: ChildID(id, n.Hash, n.Call.At, b.Key)}
+				ch := ChildInfo{Key: b.Key, Role: b.Role, Thread: ChildID(owner, n.Hash, n.Call.At, b.Key)}
 				if j != nil && i < len(j.Branches) {
 					ci.Join = e.joinHash(ctx, n, j)
 					ch.Head, ch.Status, ch.Joined = j.Branches[i].Head, j.Branches[i].Status, true

@@ -2,6 +2,7 @@ package thread_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +149,43 @@ func TestShowChildrenCost(t *testing.T) {
 	t.Logf("show: %d nodes with 10 children, %d with 1,000", costs[0].nodes, costs[1].nodes)
 	if costs[1].nodes > maxReads || costs[1].nodes > costs[0].nodes+4 || costs[1].logEntries > costs[0].logEntries {
 		t.Errorf("show of a parent of 1,000 children read %+v, of 10 %+v: want flat, at most %d nodes", costs[1], costs[0], maxReads)
+	}
+}
+
+// TestForkAfterJoinNamesSourceChildren: a fork of a parent taken after a
+// join shares the join, and with it the branches the source ran: Show,
+// Calls and Read name the source's branch threads (whose ids derive from
+// the source), not ids derived from the fork, which name no thread.
+func TestForkAfterJoinNamesSourceChildren(t *testing.T) {
+	te := newTEnv(t)
+	te.example("develop.yaml")
+	wf := te.example("solve-issue.yaml")
+	id, _, err := te.e.Run(te.ctx, wf, "The --json flag crashes", t.TempDir(), &thread.RunOptions{Agent: "synth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := te.e.Children(te.ctx, id, thread.ChildrenOptions{})
+	if err != nil || len(src.Children) != 1 {
+		t.Fatalf("Children(parent) = %+v, %v", src, err)
+	}
+	kid := src.Children[0]
+	fork, _, err := te.e.ForkAt(te.ctx, id, kid.Depth+1) // at the join
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := te.e.Show(te.ctx, fork)
+	if err != nil || info.ChildCount != 1 || info.Children[0].Thread != kid.Thread {
+		t.Fatalf("Show(fork) children = %+v, %v; want the source's %s", info.Children, err, kid.Thread)
+	}
+	calls, err := te.e.Calls(te.ctx, fork)
+	if err != nil || len(calls) != 1 || calls[0].Branches[0].Thread != kid.Thread {
+		t.Errorf("Calls(fork) = %+v, %v", calls, err)
+	}
+	r, err := te.e.Read(te.ctx, fork, thread.ReadOptions{})
+	if err != nil || !strings.Contains(r.Text, "uwf thread read "+kid.Thread) {
+		t.Errorf("Read(fork) does not name %s: %v\n%s", kid.Thread, err, r.Text)
+	}
+	if _, err := te.e.Head(te.ctx, kid.Thread); err != nil {
+		t.Errorf("the named child does not read: %v", err)
 	}
 }

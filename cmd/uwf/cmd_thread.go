@@ -562,15 +562,12 @@ func (p *progressPrinter) nodeOf(id, key string, en *thread.StepEntry) bool {
 	case en.Join != nil:
 		// As the step loop prints it: the call's mode as the agent.
 		ev.Type, ev.Role, ev.Agent, ev.Status = thread.EventStep, en.Join.Role, "join", en.Status
-		if p.modes != nil {
-			if m, ok := p.modes[en.Join.Call]; ok {
-				ev.Agent = m
-			}
+		p.mu.Lock()
+		if m, ok := p.modes[en.Join.Call]; ok {
+			ev.Agent = m
+			ev.Elapsed = time.Duration(en.Join.At-p.callAt[en.Join.Call]) * time.Millisecond
 		}
-		ev.Elapsed = time.Duration(en.Join.At-p.callAt[en.Join.Call]) * time.Millisecond
-		if _, ok := p.callAt[en.Join.Call]; !ok {
-			ev.Elapsed = 0
-		}
+		p.mu.Unlock()
 		ev.Ms = ev.Elapsed.Milliseconds()
 	case en.Step != nil:
 		st := en.Step

@@ -263,6 +263,11 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 	if limit <= 0 || limit > n {
 		limit = n
 	}
+	// A parent waiting on its branches holds no slot: it gives its own
+	// back now and takes one again before it joins.
+	if err := e.GiveHold(ctx, opts.Slot); err != nil {
+		e.log.Info("slot not given back during the call", "thread", id, "error", err)
+	}
 	sem := make(chan struct{}, limit)
 	results := make([]branchResult, n)
 	cancels := make([]context.CancelFunc, n)
@@ -348,6 +353,9 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 			}
 		}
 	}
+	if err := e.retakeHold(ctx, opts.Slot); err != nil {
+		return nil, fmt.Errorf("thread %s: a slot to join %s: %w", id, call.Role, err)
+	}
 	return e.settle(ctx, id, cn, pos, lw, results, winner, opts, e.now().Sub(started))
 }
 
@@ -365,6 +373,10 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 		return res
 	}
 	opts = e.branchReplay(wctx, cn, b, opts)
+	// The branch's steps hold its own slot (if any), never the parent's.
+	own := *opts
+	own.Slot = nil
+	opts = &own
 	if progress := opts.Progress; progress != nil {
 		o := *opts
 		o.Progress = func(ev Event) {
@@ -379,6 +391,11 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 	}
 	var lease *Lease
 	defer func() {
+		if opts.Slot != nil {
+			if err := e.GiveHold(wctx, opts.Slot); err != nil {
+				e.log.Info("branch slot not given back", "thread", cid, "error", err)
+			}
+		}
 		if lease != nil {
 			// Released whatever happened: a later step or resume of the
 			// parent carries the branch on at once (a finished branch is
@@ -425,6 +442,17 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 			}
 			lease = l
 		}
+		if opts.ObeySlots && opts.Slot == nil {
+			// The branch's own workflow's cap: a slot, waited for.
+			if err := e.branchSlot(ctx, parent, cid, b, wf, opts); err != nil {
+				if ctx.Err() != nil {
+					res.status = ""
+					return res
+				}
+				res.status, res.err = "failed", err
+				return res
+			}
+		}
 		lctx, stop := lease.Keep(ctx)
 		_, err = e.Step(lctx, cid, opts)
 		stop()
@@ -450,6 +478,24 @@ func (e *Engine) runBranch(ctx, wctx context.Context, parent string, cn *Node, b
 			return res
 		}
 	}
+}
+
+// branchSlot takes a slot of the branch's workflow (if it has a cap) for
+// branch thread cid, waiting while every slot is held, and sets it as
+// opts.Slot. The slot is held in the name of the branch's lease holder,
+// so a slot whose holder died goes stale with its lease.
+func (e *Engine) branchSlot(ctx context.Context, parent, cid string, b Branch, wf cas.Hash, opts *RunOptions) error {
+	name := e.workflowName(ctx, wf)
+	grace := opts.BranchLease.withDefaults().Length
+	worker := branchWorker(parent, b.Key)
+	s, err := e.waitSlot(ctx, name, cid, worker, grace)
+	if err != nil {
+		return fmt.Errorf("a slot of workflow %s: %w", name, err)
+	}
+	if s != nil {
+		opts.Slot = &SlotHold{wf: name, thread: cid, worker: worker, grace: grace, slot: s}
+	}
+	return nil
 }
 
 // branchPoll is how often a branch leased by another process is looked at.
@@ -849,6 +895,12 @@ type ChildInfo struct {
 	Head   cas.Hash // its head: from its ref, or the join's edge once joined
 	Status string   // its status; for a joined branch the join's (done or cancelled)
 	Joined bool
+	// Set by [Engine.Children]: the call it is a branch of, the call's
+	// role, mode and depth.
+	Call     cas.Hash
+	CallRole string
+	Mode     string
+	Depth    int
 }
 
 // CallInfo is a call on a thread's chain with its branches.
@@ -875,6 +927,11 @@ func (e *Engine) Calls(ctx context.Context, id string) ([]CallInfo, error) {
 	}
 	var out []CallInfo
 	joins := map[cas.Hash]*Join{}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	owners := &callOwners{e: e, id: id, head: hn}
 	for n, err := range e.NewestFirst(ctx, head) {
 		if err != nil {
 			return nil, err
@@ -885,8 +942,12 @@ func (e *Engine) Calls(ctx context.Context, id string) ([]CallInfo, error) {
 		case KindCall:
 			ci := CallInfo{Call: n.Hash, Role: n.Call.Role, Mode: n.Call.Mode, Depth: n.Call.Depth}
 			j := joins[n.Hash]
+			owner := id
+			if j != nil {
+				owner = owners.at(ctx, j.Depth) // a fork's inherited join: the source's branches
+			}
 			for i, b := range n.Call.Branches {
-				ch := ChildInfo{Key: b.Key, Role: b.Role, Thread: ChildID(id, n.Hash, n.Call.At, b.Key)}
+				ch := ChildInfo{Key: b.Key, Role: b.Role, Thread: ChildID(owner, n.Hash, n.Call.At, b.Key)}
 				if j != nil && i < len(j.Branches) {
 					ci.Join = e.joinHash(ctx, n, j)
 					ch.Head, ch.Status, ch.Joined = j.Branches[i].Head, j.Branches[i].Status, true

@@ -504,9 +504,15 @@ func TestKillParentEndsBranches(t *testing.T) {
 		_, err := te.e.Step(te.ctx, id, opts)
 		done <- err
 	}()
-	// Wait for both agents to run.
+	// Wait for both agents to run and record their pids (the fake agent
+	// logs its run first, then its pid: a kill between would leave none).
+	hasPid := func(role string) bool {
+		data, _ := os.ReadFile(filepath.Join(log, "pid."+role))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid > 0
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for runsOf(t, log, "slow1")+runsOf(t, log, "slow2") < 2 {
+	for runsOf(t, log, "slow1")+runsOf(t, log, "slow2") < 2 || !hasPid("slow1") || !hasPid("slow2") {
 		if time.Now().After(deadline) {
 			t.Fatal("the branches never started")
 		}

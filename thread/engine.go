@@ -582,6 +582,10 @@ type Info struct {
 	// run is then [RunNone]. [RunState] gives the word shown.
 	Run *Run
 	// Set by [Engine.Show] only:
+	// ChildCount counts the branches of every call on the chain; Children
+	// are the newest [ShowChildren] of them (see [Engine.Children]).
+	ChildCount     int
+	Children       []ChildInfo
 	Steps          int         // step nodes on the chain, fork ancestry included
 	Usage          Usage       // the sessions the chain's runs reported, summed
 	LastRun        *SessionRun // the last run's session; nil if it reported none
@@ -674,8 +678,18 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		return nil, fmt.Errorf("thread %s: totals: %w", id, err)
 	}
 	info.Steps, info.Usage = ce.Steps, ce.Usage
+	if ce.Children > 0 {
+		page, err := e.children(ctx, id, hn, ChildrenOptions{Limit: ShowChildren})
+		if err != nil {
+			return nil, err
+		}
+		info.ChildCount, info.Children = page.Total, page.Children
+	}
 	return info, nil
 }
+
+// ShowChildren is how many children [Engine.Show] lists, newest first.
+const ShowChildren = 10
 
 // detailSession returns the session the detail node at h records; nil if
 // none: no detail, a detail without a session, or one that cannot be read
@@ -738,6 +752,56 @@ func (e *Engine) info(ctx context.Context, id string, head cas.Hash) (*Info, err
 	return info, nil
 }
 
+// branchSkipper tells, for the threads List's Offset skips, whether each
+// is a branch thread (left out, so not counted), reading only what that
+// takes: its head node and its start node, prefetched a batch of refs at
+// a time (one statement per batch on PostgreSQL), and the creation log of
+// a thread whose start names a call (a branch, or a fork of one). A
+// thread that cannot be read counts as no branch: it is skipped as it
+// would have been listed.
+type branchSkipper struct {
+	memo    context.Context // a read memo for the batch being looked at
+	batchTo int             // refs before this index are prefetched
+}
+
+// skipBatch is how many refs branchSkipper prefetches at once.
+const skipBatch = 256
+
+func (b *branchSkipper) branch(ctx context.Context, e *Engine, refs []cas.Ref, i int) bool {
+	if i >= b.batchTo || b.memo == nil {
+		b.memo = cas.WithReadMemo(ctx) // a new memo per batch: the read nodes go with it
+		b.batchTo = min(i+skipBatch, len(refs))
+		if e.repo.CanPrefetch(b.memo) {
+			heads := make([]cas.Hash, 0, b.batchTo-i)
+			for _, r := range refs[i:b.batchTo] {
+				heads = append(heads, r.Hash)
+			}
+			e.repo.Prefetch(b.memo, heads)
+			starts := make([]cas.Hash, 0, len(heads))
+			for _, h := range heads {
+				if n, err := e.node(b.memo, h, false); err == nil && n.Kind != KindStart {
+					starts = append(starts, n.StartHash())
+				}
+			}
+			e.repo.Prefetch(b.memo, starts)
+		}
+	}
+	hn, err := e.node(b.memo, refs[i].Hash, false)
+	if err != nil {
+		return false
+	}
+	sn := hn
+	if hn.Kind != KindStart {
+		if sn, err = e.node(b.memo, hn.StartHash(), false); err != nil {
+			return false
+		}
+	}
+	if sn.Start == nil || !sn.Start.IsChild() {
+		return false
+	}
+	return e.parentThread(ctx, strings.TrimPrefix(refs[i].Name, ThreadPrefix)) != ""
+}
+
 // ListOptions select threads for [Engine.List].
 type ListOptions struct {
 	// Status keeps only threads with this status (active, done, killed,
@@ -758,9 +822,17 @@ type ListOptions struct {
 	Offset int // skip this many (after filtering)
 	// Children lists branch threads too (threads a call runs, until their
 	// join); without it they are left out, as they show under their
-	// parent. Left-out branches count toward Offset when no other filter
-	// is given (the listing then reads only the page's threads).
+	// parent, and do not count toward Offset: the threads Offset skips
+	// are then read as far as telling a branch (its head and start nodes,
+	// fetched in batches where the store can; the log of a thread whose
+	// start names a call), not as a whole listed thread. Before pages
+	// with no such reads.
 	Children bool
+	// Parent lists only the children of this thread (see
+	// [Engine.Children]), newest call first, joined ones too; the other
+	// options filter and page them (Before and Since do not apply). Each
+	// child listed is read as a listed thread; a filter reads every child.
+	Parent string
 }
 
 // List returns threads newest first (by the time in their ULID), filtered
@@ -775,6 +847,9 @@ type ListOptions struct {
 // Head and Err set, whatever the status filter, and counts toward the
 // limit and offset like the others.
 func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
+	if opts.Parent != "" {
+		return e.listChildren(ctx, opts)
+	}
 	var refs []cas.Ref
 	var left []error
 	for r, err := range e.refs.List(ctx, ThreadPrefix) {
@@ -804,7 +879,8 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 	var out []*Info
 	skipped := 0
 	filtered := opts.Status != "" || opts.Workflow != ""
-	for _, r := range refs {
+	skip := branchSkipper{}
+	for i, r := range refs {
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
@@ -816,6 +892,9 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			break // newest first: every later one is older still
 		}
 		if !filtered && skipped < opts.Offset {
+			if !opts.Children && skip.branch(ctx, e, refs, i) {
+				continue // a branch: left out, so not counted
+			}
 			skipped++
 			continue
 		}

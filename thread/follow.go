@@ -97,10 +97,10 @@ func (e *Engine) Follow(ctx context.Context, id string, from int) iter.Seq2[*Ste
 // yieldEntry yields n as a StepEntry with its output's status.
 func (e *Engine) yieldEntry(ctx context.Context, n *Node, yield func(*StepEntry, error) bool) bool {
 	en := &StepEntry{Node: n}
-	if n.Step != nil {
-		out, err := e.repo.Get(ctx, n.Step.Output)
+	if _, output, ok := n.routed(); ok { // a step, or a join
+		out, err := e.repo.Get(ctx, output)
 		if err != nil {
-			yield(nil, fmt.Errorf("step %s: output %s: %w", n.Hash, n.Step.Output, err))
+			yield(nil, fmt.Errorf("%s %s: output %s: %w", n.Kind, n.Hash, output, err))
 			return false
 		}
 		en.Status = outputStatus(out.Payload)

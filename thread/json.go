@@ -45,6 +45,23 @@ type ShowJSON struct {
 	Totals    TotalsJSON      `json:"totals"`
 	Parent    *ParentJSON     `json:"parent,omitempty"`
 	Branches  []BranchJSON    `json:"branches,omitempty"`
+	// ChildCount counts the branches of every call on the chain, joined
+	// or pending; Children lists the newest [ShowChildren] of them (the
+	// rest: `thread list --parent <id> --offset N`). Both absent for a
+	// thread that made no call.
+	ChildCount int         `json:"childCount,omitempty"`
+	Children   []ChildJSON `json:"children,omitempty"`
+}
+
+// ChildJSON is a child of a thread, in [ShowJSON]: a branch of a call on
+// its chain.
+type ChildJSON struct {
+	BranchJSON
+	Joined   bool     `json:"joined"`
+	Call     cas.Hash `json:"call"`
+	CallRole string   `json:"callRole"`
+	Mode     string   `json:"mode"`
+	Depth    int      `json:"depth"` // the call's
 }
 
 // ParentJSON is the call a branch thread runs under, in [ShowJSON].
@@ -155,6 +172,11 @@ func (info *Info) ShowJSON() ShowJSON {
 	}
 	for _, b := range info.Branches {
 		t.Branches = append(t.Branches, BranchJSON{Key: b.Key, Role: b.Role, Thread: b.Thread, Head: b.Head, Status: b.Status})
+	}
+	t.ChildCount = info.ChildCount
+	for _, b := range info.Children {
+		t.Children = append(t.Children, ChildJSON{BranchJSON: BranchJSON{Key: b.Key, Role: b.Role, Thread: b.Thread, Head: b.Head, Status: b.Status},
+			Joined: b.Joined, Call: b.Call, CallRole: b.CallRole, Mode: b.Mode, Depth: b.Depth})
 	}
 	if f := info.LastFailure; f != nil {
 		t.LastFailure = &FailureJSON{Hash: info.FailureHash, Head: f.Head, Role: f.Role, Agent: f.Agent, Detail: f.Detail, Error: f.Error, At: f.At,

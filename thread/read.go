@@ -256,8 +256,9 @@ func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(ca
 		return fmt.Errorf("join %s: output: %w", n.Hash, err)
 	}
 	fmt.Fprintf(b, "\n%s\n\n", moderator.Text(on.Payload))
+	owner := e.joinOwner(ctx, id, j.Depth) // a fork's inherited join: the source's branches
 	for _, br := range j.Branches {
-		cid := ChildID(id, j.Call, call.Call.At, br.Key)
+		cid := ChildID(owner, j.Call, call.Call.At, br.Key)
 		fmt.Fprintf(b, "- branch %s (%s): thread %s, head %s; read it whole: uwf thread read %s\n", br.Key, br.Status, cid, br.Head, cid)
 		var lines []string
 		more := 0 // earlier nodes not shown: the reading stays bounded however long the branch

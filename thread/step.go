@@ -70,6 +70,13 @@ type RunOptions struct {
 	// BranchLease configures the leases the branches of a call run
 	// under (composition); nil means the defaults.
 	BranchLease *LeaseOptions
+	// ObeySlots makes the branches of a call take slots of their own
+	// workflow when it has a maxRunning cap (waiting for one), as a
+	// worker's runs do; Slot is the slot the stepped thread's run holds
+	// (nil: none), which a call gives back while its branches run and
+	// takes again before its join (see [SlotHold]).
+	ObeySlots bool
+	Slot      *SlotHold
 }
 
 // Event types of [Event].

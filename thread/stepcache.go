@@ -54,11 +54,20 @@ type chainEntry struct {
 	ResumeDepth int            `json:"resumeDepth"` // depth of the newest resumed mark; 0 if none
 	SinceResume int            `json:"sinceResume"` // steps after it (or the start)
 	Usage       Usage          `json:"usage"`       // the sessions its runs reported, summed
+	// Composition: the calls from the start to the node, included, and
+	// their branches; the newest call or join at or before the node, and
+	// the one before that. They link a chain's calls and joins newest
+	// first, so its children are listed a page at a time without walking
+	// the steps between (see [Engine.Children]).
+	Calls    int      `json:"calls,omitempty"`
+	Children int      `json:"children,omitempty"`
+	LastComp cas.Hash `json:"lastComp,omitempty"`
+	PrevComp cas.Hash `json:"prevComp,omitempty"`
 }
 
-// chainEntryVersion 2 added Usage: a version-1 entry (an older build's) is
-// recomputed.
-const chainEntryVersion = 2
+// chainEntryVersion 2 added Usage, 3 the composition fields: an entry of
+// an older version (an older build's) is recomputed.
+const chainEntryVersion = 3
 
 // Usage is the running total of the agent sessions reported by the runs
 // on a chain (its steps and its suspensions' agent runs, fork ancestry
@@ -144,6 +153,8 @@ type link struct {
 	detail     cas.Hash
 	session    *Session // the detail's, once known
 	known      bool     // session is known (nil: the run reported none)
+	comp       bool     // a call or a join
+	branches   int      // a call's branches; 0 for any other node
 }
 
 func linkOf(n *Node) link {
@@ -157,6 +168,9 @@ func linkOf(n *Node) link {
 		l.step, l.role, l.detail = true, n.Step.Role, n.Step.Detail
 	case n.Join != nil:
 		l.step, l.role = true, n.Join.Role // a join counts as its role's step
+		l.comp = true
+	case n.Call != nil:
+		l.comp, l.branches = true, len(n.Call.Branches)
 	case n.Mark != nil:
 		l.resumed, l.detail = n.Mark.Mark == MarkResumed, n.Mark.Detail
 	}
@@ -190,7 +204,15 @@ func (e *Engine) withSession(ctx context.Context, l link) (link, error) {
 // the entry of the node it follows.
 func derive(p *chainEntry, n link) *chainEntry {
 	e := &chainEntry{V: chainEntryVersion, Node: n.hash, From: p.Node, Depth: n.depth, Steps: p.Steps,
-		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume, Usage: p.Usage.add(n.session)}
+		Roles: maps.Clone(p.Roles), ResumeDepth: p.ResumeDepth, SinceResume: p.SinceResume, Usage: p.Usage.add(n.session),
+		Calls: p.Calls, Children: p.Children, LastComp: p.LastComp, PrevComp: p.PrevComp}
+	if n.comp {
+		e.LastComp, e.PrevComp = n.hash, p.LastComp
+		if n.branches > 0 {
+			e.Calls++
+			e.Children += n.branches
+		}
+	}
 	switch {
 	case n.step:
 		e.Steps++
@@ -211,7 +233,8 @@ func checkpointEntry(depth int) bool { return depth%checkpointEvery <= 1 }
 
 func (a *chainEntry) equal(b *chainEntry) bool {
 	return a.V == b.V && a.Node == b.Node && a.From == b.From && a.Depth == b.Depth && a.Steps == b.Steps &&
-		a.ResumeDepth == b.ResumeDepth && a.SinceResume == b.SinceResume && maps.Equal(a.Roles, b.Roles) && a.Usage == b.Usage
+		a.ResumeDepth == b.ResumeDepth && a.SinceResume == b.SinceResume && maps.Equal(a.Roles, b.Roles) && a.Usage == b.Usage &&
+		a.Calls == b.Calls && a.Children == b.Children && a.LastComp == b.LastComp && a.PrevComp == b.PrevComp
 }
 
 // loadEntry reads the stored entry of node h at depth; nil if it is

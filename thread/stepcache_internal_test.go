@@ -95,7 +95,7 @@ func FuzzStepCacheEntries(f *testing.F) {
 	f.Add([]byte("{"), get(parentKey), []byte("0\n{}"))
 	f.Add(get(parentKey), get(headKey), get(originKey)[1:])
 	f.Add([]byte(`{"v":1,"node":"`+head.String()+`","from":"`+parent.String()+`","depth":6,"steps":9,"roles":{"a":9},"resumeDepth":0,"sinceResume":9}`), []byte{}, []byte("\n"))
-	f.Add([]byte(`{"v":2,"node":"`+head.String()+`","from":"`+parent.String()+`","depth":6,"steps":5,"roles":{"a":3,"b":2},"resumeDepth":3,"sinceResume":3,"usage":{"sessions":5}}`), get(parentKey), get(originKey))
+	f.Add([]byte(`{"v":3,"node":"`+head.String()+`","from":"`+parent.String()+`","depth":6,"steps":5,"roles":{"a":3,"b":2},"resumeDepth":3,"sinceResume":3,"usage":{"sessions":5}}`), get(parentKey), get(originKey))
 	f.Fuzz(func(t *testing.T, headEntry, parentEntry, originEntry []byte) {
 		for k, v := range map[string][]byte{headKey: headEntry, parentKey: parentEntry, originKey: originEntry} {
 			if err := d.PutDerived(ctx, k, v); err != nil {

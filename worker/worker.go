@@ -434,7 +434,7 @@ func (w *Worker) startOf(ctx context.Context, id string) (*thread.Start, error) 
 // tryClaim takes a slot (if the workflow has a cap) and the run's lease,
 // and starts running the thread.
 func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *thread.Run) {
-	slot, err := w.eng.TakeSlot(ctx, r.Workflow, r.Thread, w.opts.ID, w.opts.Lease)
+	slot, err := w.eng.HoldSlot(ctx, r.Workflow, r.Thread, w.opts.ID, w.opts.Lease)
 	if err != nil {
 		if !errors.Is(err, thread.ErrNoSlot) {
 			w.log.Warn("take a slot", "thread", r.Thread, "workflow", r.Workflow, "err", err)
@@ -444,7 +444,7 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 	l, err := w.eng.Claim(ctx, r.Thread, w.opts.ID, &thread.LeaseOptions{Length: w.opts.Lease, Build: w.opts.Build, Logger: w.log})
 	if err != nil {
 		if slot != nil {
-			if gerr := w.eng.GiveSlot(context.WithoutCancel(ctx), slot); gerr != nil {
+			if gerr := w.eng.GiveHold(context.WithoutCancel(ctx), slot); gerr != nil {
 				w.log.Warn("give back a slot", "workflow", r.Workflow, "err", gerr)
 			}
 		}
@@ -456,7 +456,7 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 	run := l.Run()
 	attrs := []any{"thread", r.Thread, "workflow", r.Workflow, "attempt", run.Attempt}
 	if slot != nil {
-		attrs = append(attrs, "slot", slot.Index)
+		attrs = append(attrs, "slot", slot.Slot().Index)
 	}
 	if r.State == thread.RunRunning {
 		w.log.Info("took over", append(attrs, "from", r.Worker)...)
@@ -469,9 +469,9 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 	jobs.Add(1)
 	go func() {
 		defer jobs.Done()
-		w.runThread(ctx, hard, l)
+		w.runThread(ctx, hard, l, slot)
 		if slot != nil {
-			if err := w.eng.GiveSlot(context.WithoutCancel(hard), slot); err != nil {
+			if err := w.eng.GiveHold(context.WithoutCancel(hard), slot); err != nil {
 				w.log.Warn("give back a slot", "workflow", r.Workflow, "err", err)
 			}
 		}
@@ -483,12 +483,16 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 }
 
 // runThread steps a leased thread until it stops, fails, the lease is
-// lost, or the worker drains; then it gives the lease back as fits.
-func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease) {
+// lost, or the worker drains; then it gives the lease back as fits. slot
+// is the slot its run holds (nil: its workflow has no cap): a call gives
+// it back while its branches run, and the branches obey their own
+// workflows' caps.
+func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease, slot *thread.SlotHold) {
 	id := l.Thread()
 	run := l.Run()
 	lctx, stop := l.Keep(hard)
 	opts := w.opts.Run
+	opts.ObeySlots, opts.Slot = true, slot
 	if run.Agent != "" {
 		opts.Agent = run.Agent
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,7 @@ func TestWorker(t *testing.T) {
 		{"LeavesWhatItCannotRun", testLeavesWhatItCannotRun},
 		{"KillStopsTheRun", testKillStopsTheRun},
 		{"MaxRunning", testMaxRunning},
+		{"MaxRunningNested", testMaxRunningNested},
 	}
 	bs := backendsOf(t)
 	for _, backend := range []string{"memory", "disk", "postgres"} {
@@ -354,5 +356,82 @@ func testMaxRunning(t *testing.T, f *fixture) {
 	})
 	if peak, err := proctest.PeakRunning(t.Context(), f.eng, ids); err != nil || peak != 2 {
 		t.Errorf("peak running = %d, %v; want 2 (maxRunning 2, 9 workers' room)", peak, err)
+	}
+}
+
+// testMaxRunningNested: with maxRunning 1, a parent whose role runs a
+// child thread of its own workflow finishes: the parent gives its slot
+// back while the child runs, the child takes it (its own workflow's cap),
+// and the parent takes it again to join, as the slot's log shows.
+func testMaxRunningNested(t *testing.T, f *fixture) {
+	var wf cas.Hash
+	const decide = "decide: { frontmatter: { type: object, properties: { status: { enum: [deep, leaf] } }, required: [status] } }\n"
+	for _, text := range []string{
+		// The first version names no child: a workflow can only name a
+		// registered one, here its own name.
+		"name: nest\nroles:\n  " + decide + "graph:\n  $START: { new: { role: decide, prompt: Decide. } }\n  decide: { deep: { role: $END }, leaf: { role: $END } }\n",
+		"name: nest\nroles:\n  " + decide +
+			"  work: { workflow: nest, frontmatter: { type: object, properties: { status: { const: leaf } }, required: [status] } }\n" +
+			"graph:\n  $START: { new: { role: decide, prompt: Decide. } }\n  decide: { deep: { role: work, prompt: Run as a child. }, leaf: { role: $END } }\n  work: { leaf: { role: $END } }\n",
+	} {
+		w, err := registry.Parse("nest.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.eng.Registry().Put(f.ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf = res.Hash
+	}
+	if err := f.eng.SetMaxRunning(f.ctx, "nest", 1); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "nester.sh")
+	body := "#!/bin/sh\nif grep -q 'Run as a child' ; then s=leaf; else s=deep; fi\nprintf -- '---\\nstatus: %s\\n---\\nok\\n' \"$s\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  nester: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queueOf(wf, 2, t.TempDir(), "nester")
+	startWorker(t, f.eng, worker.Options{ID: "w0", Concurrency: 2, Lease: 10 * time.Second, Run: thread.RunOptions{Config: cfg}})
+	f.waitFor("both parents done", 60*time.Second, func() bool {
+		for _, id := range ids {
+			if st, _ := f.status(id); st != thread.StatusDone {
+				return false
+			}
+		}
+		return true
+	})
+	log, err := f.eng.Repo().Refs().Log(f.ctx, thread.SlotPrefix+"nest/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var takes []string
+	for _, e := range log {
+		if strings.HasPrefix(e.Message, "take ") {
+			takes = append(takes, e.Message[strings.LastIndex(e.Message, " for ")+5:])
+		}
+	}
+	for _, id := range ids {
+		page, err := f.eng.Children(f.ctx, id, thread.ChildrenOptions{})
+		if err != nil || len(page.Children) != 1 {
+			t.Fatalf("children of %s: %+v, %v", id, page, err)
+		}
+		kid := page.Children[0].Thread
+		// The parent's take, the child's, the parent's again to join (the
+		// other parent may take the slot between them).
+		first, k, last := slices.Index(takes, id), slices.Index(takes, kid), -1
+		for j, who := range takes {
+			if who == id {
+				last = j
+			}
+		}
+		if first < 0 || k < first || last < k || first == last {
+			t.Errorf("slot takes %q: want %s, its child %s, %s again", takes, id, kid, id)
+		}
 	}
 }

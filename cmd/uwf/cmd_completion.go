@@ -216,6 +216,8 @@ func (cp *completer) flagValues(ctx context.Context, name string, path []*cli.Co
 			return cp.initAgents()
 		}
 		return cp.agents()
+	case "parent": // thread list --parent: a thread id
+		return cp.refNames(ctx, thread.ThreadPrefix, true)
 	case "status":
 		return words(thread.StatusActive, thread.StatusDone, thread.StatusKilled, thread.StatusSuspended)
 	case "durability":

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -135,13 +138,17 @@ a table instead: a header, the age and the prompt's first line, the newest
 20 unless --limit is given. --status keeps the threads whose status or run
 is S, --workflow one workflow (a name or a version's hash), --since the
 threads created since T (a duration ago: 90m, 24h, 7d; a date,
-2026-11-25, UTC; or a time, 2026-11-25T06:00:00Z).`,
+2026-11-25, UTC; or a time, 2026-11-25T06:00:00Z). Branch threads (those a
+call runs) are listed under their parent, not on their own; --parent P
+lists P's children instead: the branches of every call on its chain, joined
+ones too, newest call first.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "status", Usage: "only threads whose status or run is `S`"},
 					&cli.StringFlag{Name: "workflow", Usage: "only threads of workflow `W` (a name or a version's hash)"},
 					&cli.StringFlag{Name: "since", Usage: "only threads created since `T` (24h, 7d, 2026-11-25, 2026-11-25T06:00:00Z)"},
 					&cli.IntFlag{Name: "limit", Usage: "at most `N` threads (0: all)"},
 					&cli.IntFlag{Name: "offset", Usage: "skip the first `N`"},
+					&cli.StringFlag{Name: "parent", Usage: "only the children of thread `P`, joined ones too"},
 				},
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 0, 0, ""); err != nil {
@@ -163,6 +170,16 @@ threads created since T (a duration ago: 90m, 24h, 7d; a date,
 							return usageErrorf(s.cmd, "invalid --since %q: %v", since, err)
 						}
 						opts.Since = t
+					}
+					if c.IsSet("parent") {
+						if c.IsSet("since") {
+							return usageErrorf(s.cmd, "--parent and --since do not go together: a thread's children are listed by its calls")
+						}
+						id, err := threadArg(s, c.String("parent"))
+						if err != nil {
+							return err
+						}
+						opts.Parent = id
 					}
 					if err := thread.CheckListStatus(opts.Status); err != nil {
 						return usageErrorf(s.cmd, "invalid --status %q: %v", opts.Status, err)
@@ -431,22 +448,129 @@ func runThreadWatch(c *cli.Context, s *session, arg string, last int) error {
 	pr := newProgress(c.App.Writer, c.App.ErrWriter, s.json)
 	defer pr.finish()
 	pr.begin(id)
+	// The branches of a call are followed too, each as it lands (from
+	// any process), until the join.
+	var branches sync.WaitGroup
+	var stops []context.CancelFunc
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+		branches.Wait()
+	}()
 	for en, err := range e.Follow(ctx, id, from) {
 		if err != nil {
 			return err
 		}
+		if en.Join != nil && len(stops) > 0 {
+			waitBranches(&branches, stops[len(stops)-1])
+		}
 		if stop := pr.node(id, en); stop {
 			return nil
+		}
+		if en.Call != nil {
+			bctx, stop := context.WithCancel(ctx)
+			stops = append(stops, stop)
+			for _, b := range en.Call.Branches {
+				cid := thread.ChildID(id, en.Hash, en.Call.At, b.Key)
+				role := b.Role
+				if role == "" {
+					role = en.Call.Role
+				}
+				branches.Add(1)
+				go func() {
+					defer branches.Done()
+					watchBranch(bctx, e, pr, cid, b.Key, role, en.Depth())
+				}()
+			}
 		}
 	}
 	return nil
 }
 
+// waitBranches waits for the branch followers of a call that joined to
+// print what their threads did (they end at each branch's last node), at
+// most 2 s, then stops them.
+func waitBranches(wg *sync.WaitGroup, stop func()) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+	stop()
+	<-done
+}
+
+// watchBranch prints branch thread cid's nodes under its key as they land,
+// until it ends (done, cancelled or killed), the join takes its ref, or
+// ctx is done; on a terminal the live line shows it while it goes on.
+func watchBranch(ctx context.Context, e *thread.Engine, pr *progressPrinter, cid, key, role string, depth int) {
+	pr.going(cid, key, role, 1)
+	for ctx.Err() == nil {
+		for en, err := range e.Follow(ctx, cid, 1) {
+			if err != nil {
+				break
+			}
+			if pr.nodeOf(cid, key, en) || en.Mark != nil && en.Mark.Mark == thread.MarkCancelled {
+				return
+			}
+			if en.Mark == nil || en.Mark.Mark == thread.MarkResumed {
+				pr.going(cid, key, role, en.Depth()+1)
+			}
+		}
+		// Not created yet (the call's runner starts it), or joined (its
+		// ref is gone; its log names its head): look again, or stop.
+		if _, err := e.Repo().Refs().Get(ctx, thread.ThreadPrefix+cid); errors.Is(err, cas.ErrNotFound) {
+			if _, err := e.Head(ctx, cid); err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// going shows branch key (thread cid, running role) as going on at depth
+// on the live line of a terminal; nothing is printed otherwise.
+func (p *progressPrinter) going(cid, key, role string, depth int) {
+	if !p.live {
+		return
+	}
+	p.event(thread.Event{Type: thread.EventRunning, Thread: cid, Branch: key, Depth: depth, Role: role, Agent: "branch"})
+}
+
 // node prints a chain node as the step loop's event for it, and reports
 // whether the thread stopped for good (done or killed).
 func (p *progressPrinter) node(id string, en *thread.StepEntry) bool {
-	ev := thread.Event{Thread: id, Depth: en.Depth(), Head: en.Hash}
+	return p.nodeOf(id, "", en)
+}
+
+// nodeOf is node for a thread that is branch key of a call ("" for the
+// thread watched itself).
+func (p *progressPrinter) nodeOf(id, key string, en *thread.StepEntry) bool {
+	ev := thread.Event{Thread: id, Depth: en.Depth(), Head: en.Hash, Branch: key}
 	switch {
+	case en.Call != nil:
+		ev.Type, ev.Role, ev.Agent = thread.EventCall, en.Call.Role, en.Call.Mode
+		p.mu.Lock()
+		if p.modes == nil {
+			p.modes, p.callAt = map[cas.Hash]string{}, map[cas.Hash]int64{}
+		}
+		p.modes[en.Hash], p.callAt[en.Hash] = en.Call.Mode, en.Call.At
+		p.mu.Unlock()
+	case en.Join != nil:
+		// As the step loop prints it: the call's mode as the agent.
+		ev.Type, ev.Role, ev.Agent, ev.Status = thread.EventStep, en.Join.Role, "join", en.Status
+		p.mu.Lock()
+		if m, ok := p.modes[en.Join.Call]; ok {
+			ev.Agent = m
+			ev.Elapsed = time.Duration(en.Join.At-p.callAt[en.Join.Call]) * time.Millisecond
+		}
+		p.mu.Unlock()
+		ev.Ms = ev.Elapsed.Milliseconds()
 	case en.Step != nil:
 		st := en.Step
 		ev.Type, ev.Role, ev.Agent, ev.Status = thread.EventStep, st.Role, st.Agent, en.Status
@@ -458,12 +582,15 @@ func (p *progressPrinter) node(id string, en *thread.StepEntry) bool {
 		return false // the start: "thread <id>" was printed
 	}
 	switch ev.Type {
-	case thread.MarkKilled, thread.MarkResumed:
+	case thread.MarkKilled, thread.MarkResumed, thread.MarkCancelled:
 		// Marks the step loop never makes: printed here alike.
 		p.mu.Lock()
 		if p.json {
 			writeJSON(p.w, ev)
 		} else {
+			if key != "" {
+				fmt.Fprintf(p.w, "  [%s] ", key)
+			}
 			fmt.Fprintf(p.w, "%d %s: %s\n", ev.Depth, ev.Type, oneLine(ev.Reason))
 		}
 		p.mu.Unlock()
@@ -721,17 +848,26 @@ func runThreadStep(c *cli.Context, s *session, arg string, n int) error {
 }
 
 // progressPrinter prints step-loop events: plain lines, JSON lines, and on
-// a terminal a live line with the running role and its elapsed time.
+// a terminal a live line with every running role (the thread's, or each
+// running branch's of a call, by key) and its elapsed time.
 type progressPrinter struct {
 	w, errw io.Writer
 	json    bool
 	live    bool
 
 	mu      sync.Mutex
-	running *thread.Event
-	since   time.Time
-	stop    chan struct{}
-	done    chan struct{}
+	running map[string]*liveRun // by branch key; "" for the thread itself
+	// A watch's calls seen, for their joins' lines: mode and time.
+	modes  map[cas.Hash]string
+	callAt map[cas.Hash]int64
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// liveRun is a role running, as the live line shows it.
+type liveRun struct {
+	ev    thread.Event
+	since time.Time
 }
 
 func newProgress(w, errw io.Writer, asJSON bool) *progressPrinter {
@@ -764,8 +900,8 @@ func (p *progressPrinter) tick() {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			if p.running != nil {
-				fmt.Fprintf(p.errw, "\r\033[K  %d %s (%s) %s", p.running.Depth, p.running.Role, p.running.Agent, time.Since(p.since).Round(100*time.Millisecond))
+			if len(p.running) > 0 {
+				fmt.Fprintf(p.errw, "\r\033[K%s", p.liveLine(time.Now(), progress.Width(p.errw)))
 			}
 			p.mu.Unlock()
 		}
@@ -780,16 +916,27 @@ func (p *progressPrinter) event(ev thread.Event) {
 		return
 	}
 	if ev.Type == thread.EventRunning {
-		if p.running == nil || p.running.Depth != ev.Depth {
-			p.since = time.Now()
+		if p.running == nil {
+			p.running = map[string]*liveRun{}
 		}
-		p.running = &ev
+		if r := p.running[ev.Branch]; r == nil || r.ev.Depth != ev.Depth || r.ev.Thread != ev.Thread {
+			p.running[ev.Branch] = &liveRun{ev: ev, since: time.Now()}
+		} else {
+			r.ev = ev
+		}
 		return
 	}
 	if p.live {
 		fmt.Fprint(p.errw, "\r\033[K")
 	}
-	p.running = nil
+	// Whatever the thread (or branch) did next, it no longer runs that
+	// role, nor do the branches under it (a call's branches end before
+	// its join; a failed or suspended thread leaves none running here).
+	for k := range p.running {
+		if k == ev.Branch || ev.Branch == "" || strings.HasPrefix(k, ev.Branch+"/") {
+			delete(p.running, k)
+		}
+	}
 	elapsed := ev.Elapsed.Round(time.Millisecond)
 	if ev.Branch != "" { // an event of a branch thread of a call
 		fmt.Fprintf(p.w, "  [%s] ", ev.Branch)
@@ -812,12 +959,42 @@ func (p *progressPrinter) event(ev thread.Event) {
 	}
 }
 
+// liveLine renders the running roles for the live line at now, on a
+// terminal of width columns (0: unknown): "  <depth> <role> (<agent>)
+// <elapsed>" for the thread, "[<key>] ..." for each branch, by key, as
+// many as fit, then "+N more".
+func (p *progressPrinter) liveLine(now time.Time, width int) string {
+	keys := slices.Sorted(maps.Keys(p.running))
+	var b strings.Builder
+	b.WriteString(" ")
+	for i, k := range keys {
+		r := p.running[k]
+		part := fmt.Sprintf(" %d %s (%s) %s", r.ev.Depth, r.ev.Role, r.ev.Agent, now.Sub(r.since).Round(100*time.Millisecond))
+		if k != "" {
+			part = " [" + k + "]" + part
+		}
+		if i > 0 {
+			part = " ·" + part
+		}
+		more := ""
+		if rest := len(keys) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" · +%d more", rest)
+		}
+		if width > 0 && i > 0 && utf8.RuneCountInString(b.String()+part+more) >= width {
+			fmt.Fprintf(&b, " · +%d more", len(keys)-i)
+			break
+		}
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
 func (p *progressPrinter) finish() {
 	if p.live {
 		close(p.stop)
 		<-p.done
 		p.mu.Lock()
-		if p.running != nil {
+		if len(p.running) > 0 {
 			fmt.Fprint(p.errw, "\r\033[K")
 		}
 		p.mu.Unlock()
@@ -885,6 +1062,16 @@ func runThreadShow(ctx context.Context, w io.Writer, s *session, arg string) err
 	}
 	for _, b := range info.Branches {
 		fmt.Fprintf(bw, "branch:   %s: thread %s, %s\n", b.Key, b.Thread, b.Status)
+	}
+	if info.ChildCount > 0 {
+		fmt.Fprintf(bw, "children: %d", info.ChildCount)
+		if more := info.ChildCount - len(info.Children); more > 0 {
+			fmt.Fprintf(bw, " (the newest %d below; the rest: uwf thread list --parent %s --offset %d)", len(info.Children), info.ID, len(info.Children))
+		}
+		bw.WriteString("\n")
+		for _, ch := range info.Children {
+			fmt.Fprintf(bw, "  %s %-9s %s %s/%s at depth %d\n", ch.Thread, ch.Status, ch.Mode, ch.CallRole, ch.Key, ch.Depth)
+		}
 	}
 	if f := info.LastFailure; f != nil {
 		fmt.Fprintf(bw, "last failure: %s %s (agent %s) from head %s: %s (failure %s, detail %s)\n",

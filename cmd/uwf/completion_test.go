@@ -79,6 +79,7 @@ func TestComplete(t *testing.T) {
 		{words: []string{"workflow", "history", "r"}, want: []string{"review-loop"}},
 		{words: []string{"workflow", "put", ""}}, // a file: the shell offers them
 		{words: []string{"thread", "list", "--status", ""}, want: []string{"active", "done", "killed", "suspended"}},
+		{words: []string{"thread", "list", "--parent", ""}, want: ids},
 		{words: []string{"thread", "list", "--st"}, want: []string{"--status", "--store"}},
 		{words: []string{"thread", "step", "--ag"}, want: []string{"--agent"}},
 		{words: []string{"thread", "step", ids[0], "--agent", ""}, want: []string{"coder", "human", "llm", "synth"}},

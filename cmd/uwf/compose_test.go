@@ -70,6 +70,35 @@ graph:
 	if !strings.Contains(steps, " call both (parallel)\n") || !strings.Contains(steps, " join both ok\n") {
 		t.Errorf("thread steps:\n%s", steps)
 	}
+	// After the join: show counts and lists both children (joined), and
+	// list --parent lists them as threads, in the call's order.
+	show = e.ok("", "thread", "show", id[1])
+	if !strings.Contains(show, "children: 2\n") || !strings.Contains(show, "  "+sj.Branches[0].Thread+" done      parallel both/steady at depth 1\n") ||
+		!strings.Contains(show, "  "+sj.Branches[1].Thread+" done      parallel both/flaky at depth 1\n") {
+		t.Errorf("thread show after the join:\n%s", show)
+	}
+	var joined struct {
+		ChildCount int
+		Children   []struct {
+			Thread, Status, CallRole, Mode string
+			Joined                         bool
+		}
+	}
+	e.okJSON(&joined, "thread", "show", id[1])
+	if joined.ChildCount != 2 || len(joined.Children) != 2 || !joined.Children[1].Joined || joined.Children[1].Thread != sj.Branches[1].Thread || joined.Children[1].Mode != "parallel" {
+		t.Errorf("thread show --json children = %+v", joined)
+	}
+	kids := e.ok("", "thread", "list", "--parent", id[1])
+	if lines := strings.Split(strings.TrimSpace(kids), "\n"); len(lines) != 2 ||
+		!strings.HasPrefix(lines[0], sj.Branches[0].Thread+" done") || !strings.HasPrefix(lines[1], sj.Branches[1].Thread+" done") {
+		t.Errorf("thread list --parent:\n%s", kids)
+	}
+	if kids := e.ok("", "thread", "list", "--parent", id[1], "--offset", "1"); !strings.HasPrefix(kids, sj.Branches[1].Thread+" done") || strings.Count(kids, "\n") != 1 {
+		t.Errorf("thread list --parent --offset 1:\n%s", kids)
+	}
+	if r := e.run("", "thread", "list", "--parent", "nope"); r.code != 2 {
+		t.Errorf("thread list --parent nope: %+v", r)
+	}
 	if out := e.ok("", "cas", "fsck"); !strings.HasSuffix(out, ": 0 problems\n") {
 		t.Errorf("fsck: %q", out)
 	}

@@ -263,3 +263,7 @@ func (c *Counter) End() {
 	c.p.Elapsed = c.pw.now().Sub(c.began)
 	c.pw.Report(c.p)
 }
+
+// Width returns the number of columns of the terminal w, or 0 if w is not
+// a terminal or its width is unknown.
+func Width(w io.Writer) int { return width(w) }

@@ -439,34 +439,31 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// watch follows runs/<thread> and marks the lease lost when the record is
-// deleted or is no longer this holder's running record.
+// watch follows runs/<thread> (through the Engine's shared watch of
+// runs/) and marks the lease lost when the record is deleted or is no
+// longer this holder's running record.
 func (l *Lease) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	name := runRef(l.id)
-	cursor, err := l.e.repo.WatchHead(ctx)
+	changed, stop, err := l.e.Changes(ctx, name)
 	if err != nil {
 		return // unwatchable refs: the renewals find out
 	}
-	// A change between the claim and the cursor: read once.
-	if h, err := l.e.refs.Get(ctx, name); err == nil || errors.Is(err, cas.ErrNotFound) {
-		if l.notMine(ctx, h) {
-			cancel(l.Err())
-			return
-		}
-	}
-	for ev, err := range l.e.repo.Watch(ctx, name, cursor) {
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, cas.ErrInvalidCursor) {
+	defer stop()
+	// A change between the claim and the subscription: read once, and
+	// again at each signal.
+	for {
+		if h, err := l.e.refs.Get(ctx, name); err == nil || errors.Is(err, cas.ErrNotFound) {
+			if l.notMine(ctx, h) {
+				cancel(l.Err())
 				return
 			}
-			continue
 		}
-		if ev.Ref != name {
-			continue
-		}
-		if l.notMine(ctx, ev.New) {
-			cancel(l.Err())
+		select {
+		case <-ctx.Done():
 			return
+		case <-l.lost:
+			return
+		case <-changed:
 		}
 	}
 }

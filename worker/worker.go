@@ -145,9 +145,21 @@ func (w *Worker) ID() string { return w.opts.ID }
 // the package doc) and returns nil; it returns an error only if the store
 // cannot be watched or read at the start.
 func (w *Worker) Run(ctx context.Context) error {
-	cursor, err := w.eng.Repo().WatchHead(ctx)
-	if err != nil && !errors.Is(err, cas.ErrWatchUnsupported) {
-		return fmt.Errorf("worker: watch the store: %w", err)
+	// The engine's shared watches of runs/ and slots/: the leases this
+	// worker keeps use the first too.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var changed []<-chan struct{}
+	for _, prefix := range []string{thread.RunPrefix, thread.SlotPrefix} {
+		ch, stop, err := w.eng.Changes(watchCtx, prefix)
+		if errors.Is(err, cas.ErrWatchUnsupported) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("worker: watch the store: %w", err)
+		}
+		defer stop()
+		changed = append(changed, ch)
 	}
 	w.log.Info("worker started", "build", w.opts.Build, "concurrency", w.opts.Concurrency,
 		"workflows", w.opts.Workflows, "lease", w.opts.Lease)
@@ -155,10 +167,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
 	var jobs sync.WaitGroup
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	if err == nil {
-		go w.follow(watchCtx, cursor)
+	for _, ch := range changed {
+		go w.follow(watchCtx, ch)
 	}
 	tick := time.NewTicker(w.opts.Lease / 2)
 	defer tick.Stop()
@@ -213,27 +223,18 @@ func (w *Worker) runningCount() int {
 	return len(w.running)
 }
 
-// follow wakes the claim loop at each change of runs/ or slots/.
-func (w *Worker) follow(ctx context.Context, cursor cas.Cursor) {
-	for ev, err := range w.eng.Repo().Watch(ctx, "", cursor) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, cas.ErrInvalidCursor) {
-				w.log.Error("the store's watch failed; falling back to the timer", "err", err)
-				return
-			}
-			w.poke()
-			continue
-		}
-		if hasPrefix(ev.Ref, thread.RunPrefix) || hasPrefix(ev.Ref, thread.SlotPrefix) {
+// follow wakes the claim loop at each signal of changed (runs/ or
+// slots/ changes).
+func (w *Worker) follow(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
 			w.poke()
 		}
 	}
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // scan lists the run records, reading only those that changed since the
 // last scan.

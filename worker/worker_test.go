@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,6 +184,8 @@ func TestWorker(t *testing.T) {
 		{"AlwaysFailingStep", testAlwaysFailingStep},
 		{"LeavesWhatItCannotRun", testLeavesWhatItCannotRun},
 		{"KillStopsTheRun", testKillStopsTheRun},
+		{"KillEndsTheAgentGroup", testKillEndsTheAgentGroup},
+		{"SecretsNotInTheRunRecord", testSecretsNotInTheRunRecord},
 		{"MaxRunning", testMaxRunning},
 	}
 	bs := backendsOf(t)
@@ -410,4 +414,86 @@ func PeakRunning(t *testing.T, eng *thread.Engine, ids []string) int {
 		peak = max(peak, cur)
 	}
 	return peak
+}
+
+// alive reports whether the process whose pid is in file runs.
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// testKillEndsTheAgentGroup: killing a leased thread ends its agent's
+// whole process group (a child it left in the background too) through
+// the watch, while the worker goes on running.
+func testKillEndsTheAgentGroup(t *testing.T, f *fixture) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "forks.sh")
+	agentPid, childPid := filepath.Join(dir, "agent.pid"), filepath.Join(dir, "child.pid")
+	body := "#!/bin/sh\ncat >/dev/null\nsleep 120 &\necho $! > " + childPid + ".tmp\nmv " + childPid + ".tmp " + childPid +
+		"\necho $$ > " + agentPid + "\nwait\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  forks: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "forks")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 30 * time.Second, Run: thread.RunOptions{Config: cfg}})
+	f.waitFor("the agent started", 20*time.Second, func() bool {
+		_, a := os.Stat(agentPid)
+		_, c := os.Stat(childPid)
+		return a == nil && c == nil
+	})
+	if !alive(t, childPid) {
+		t.Fatal("the agent's child is not running")
+	}
+	if _, err := f.eng.Kill(f.ctx, ids[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	// Well within the lease (30 s) and its renewals (every 10 s): the
+	// watch, not a renewal, ends it.
+	f.waitFor("the agent and its child ended", 5*time.Second, func() bool {
+		return !alive(t, agentPid) && !alive(t, childPid)
+	})
+	if st, _ := f.status(ids[0]); st != thread.StatusKilled {
+		t.Errorf("status %s after kill", st)
+	}
+}
+
+// testSecretsNotInTheRunRecord: a failing agent that prints a secret
+// (the worker's, and the store URL's password) leaves it out of the
+// failed run's error.
+func testSecretsNotInTheRunRecord(t *testing.T, f *fixture) {
+	const key, pass = "sk-test-VerySecretKey-0123456789", "hunter2-the-password"
+	script := filepath.Join(t.TempDir(), "leaks.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho \"key="+key+" pass="+pass+"\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  leaks: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "leaks")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: -1, Lease: 10 * time.Second,
+		Run: thread.RunOptions{Config: cfg, Secrets: []string{key}, Store: "postgres://u:" + pass + "@db.invalid/uwf"}})
+	f.waitFor("the run failed", 30*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r != nil && r.State == thread.RunFailed
+	})
+	_, r := f.status(ids[0])
+	if r.Error == "" || !strings.Contains(r.Error, "********") {
+		t.Errorf("failed run's error %q: want the agent's masked output", r.Error)
+	}
+	if strings.Contains(r.Error, key) || strings.Contains(r.Error, pass) {
+		t.Errorf("a secret reached the run record: %q", r.Error)
+	}
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/uncaged/uwf/cas"
 )
 
-// An Engine shares its watches of the store: every lease it keeps, and a
-// worker's claim loop, are told of the changes they follow by one watch
-// per root prefix (runs/, slots/, or the prefix asked for), fanned out in
-// the process, rather than one watch each (a worker with many leases
+// An Engine shares its watches of the store: every lease it keeps, a
+// worker's claim loop, and every call that waits for its branches, are told
+// of the changes they follow by one watch per root prefix (runs/, slots/,
+// threads/, or the prefix asked for), fanned out in the process, rather than one watch each (a worker with many leases
 // would otherwise hold a watch, and on PostgreSQL a cursor read under the
 // watch lock at each claim, per lease).
 //
@@ -25,7 +25,7 @@ import (
 
 // watchRoots are the prefixes whose watch is shared by every subscriber
 // under them.
-var watchRoots = []string{RunPrefix, SlotPrefix}
+var watchRoots = []string{RunPrefix, SlotPrefix, ThreadPrefix}
 
 // watchRetry is how long a shared watch waits after a failure before it
 // starts again.
@@ -61,7 +61,7 @@ func (s *subscriber) signal() {
 // is missed: read the refs again at each), and stop, which ends the
 // subscription. Every subscriber under runs/ (a lease's record, a claim
 // loop) shares one watch of the store per Engine, and so does every one
-// under slots/. The channel also receives a value when the shared watch
+// under slots/, and every one under threads/. The channel also receives a value when the shared watch
 // failed and started again. The error wraps [cas.ErrWatchUnsupported]
 // for a store whose refs cannot be watched. A change committed after
 // Changes returns is signalled.

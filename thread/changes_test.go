@@ -144,6 +144,18 @@ func TestChanges(t *testing.T) {
 	if !got(b) {
 		t.Error("the new subscriber was not signalled")
 	}
+	// Two threads' heads (calls waiting for their branches) share one
+	// watch of threads/.
+	for _, id := range []string{"X", "Y"} {
+		_, stop, err := te.e.Changes(ctx, thread.ThreadPrefix+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+	}
+	if w := watchesAfter(cw, 4); w != 4 {
+		t.Errorf("%d watches after two subscribers under threads/, want 4", w)
+	}
 }
 
 // watchesAfter returns the count of watches once it reached want (a

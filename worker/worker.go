@@ -403,7 +403,7 @@ func (w *Worker) cannotRun(ctx context.Context, r *thread.Run) string {
 		if ctx.Err() != nil {
 			return ""
 		}
-		why = "cannot run its agents: " + err.Error()
+		why = "cannot run its agents: " + opts.Mask(err.Error())
 	}
 	w.mu.Lock()
 	w.checked[key] = why
@@ -567,6 +567,9 @@ func (w *Worker) handBack(ctx context.Context, l *thread.Lease, log *slog.Logger
 // failed retries a failed step with backoff, or fails the run when it is
 // out of retries.
 func (w *Worker) failed(ctx context.Context, l *thread.Lease, log *slog.Logger, cause error) {
+	// A step masks what it records; an error from before the agent ran
+	// (building it, say) may still name a secret.
+	cause = w.opts.Run.MaskError(cause)
 	failures := l.Run().Failures + 1
 	retries := max(w.opts.Retries, 0)
 	if failures > retries {

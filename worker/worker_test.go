@@ -186,6 +186,7 @@ func TestWorker(t *testing.T) {
 		{"KillStopsTheRun", testKillStopsTheRun},
 		{"KillEndsTheAgentGroup", testKillEndsTheAgentGroup},
 		{"SecretsNotInTheRunRecord", testSecretsNotInTheRunRecord},
+		{"SecretsNotInWhyNotClaimed", testSecretsNotInWhyNotClaimed},
 		{"MaxRunning", testMaxRunning},
 	}
 	bs := backendsOf(t)
@@ -266,6 +267,17 @@ func testAlwaysFailingStep(t *testing.T, f *fixture) {
 	for _, e := range log {
 		if !strings.HasPrefix(e.Message, "renew") {
 			msgs = append(msgs, e.Message)
+		}
+		if strings.HasPrefix(e.Message, "retry") {
+			// The backoff doubles: 50 ms, then 100 ms, by the store's clock.
+			r, err := f.eng.ReadRun(f.ctx, e.New)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := (50 * time.Millisecond << (r.Failures - 1)).Milliseconds()
+			if r.State != thread.RunRetrying || r.Expiry-r.At != want {
+				t.Errorf("retry %d: state %s, claimable %d ms after, want retrying after %d ms", r.Failures, r.State, r.Expiry-r.At, want)
+			}
 		}
 	}
 	want := "enqueue|claim by w1 attempt 1|retry by w1 after failure 1|claim by w1 attempt 2|retry by w1 after failure 2|claim by w1 attempt 3|fail by w1 after failure 3"
@@ -495,5 +507,30 @@ func testSecretsNotInTheRunRecord(t *testing.T, f *fixture) {
 	}
 	if strings.Contains(r.Error, key) || strings.Contains(r.Error, pass) {
 		t.Errorf("a secret reached the run record: %q", r.Error)
+	}
+}
+
+// testSecretsNotInWhyNotClaimed: an agent the worker cannot build, whose
+// error names a secret (here in the program's path), is recorded as the
+// reason it was not claimed with the secret masked.
+func testSecretsNotInWhyNotClaimed(t *testing.T, f *fixture) {
+	const key = "sk-test-VerySecretKey-0123456789"
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  gone: {command: /nonexistent/"+key+"/agent}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "gone")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 10 * time.Second,
+		Run: thread.RunOptions{Config: cfg, Secrets: []string{key}}})
+	f.waitFor("why-not-claimed recorded", 20*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r.WhyNotClaimed != ""
+	})
+	_, r := f.status(ids[0])
+	if !strings.Contains(r.WhyNotClaimed, "cannot run its agents") || !strings.Contains(r.WhyNotClaimed, "********") {
+		t.Errorf("why not claimed = %q, want the agent's error, masked", r.WhyNotClaimed)
+	}
+	if strings.Contains(r.WhyNotClaimed, key) {
+		t.Errorf("a secret reached the run record: %q", r.WhyNotClaimed)
 	}
 }

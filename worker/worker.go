@@ -21,7 +21,10 @@
 // [Options.Retries] times, then the run is failed and leaves the queue.
 // Cancelling [Worker.Run]'s context drains: no new claims, running steps
 // finish up to [Options.Drain], then whatever is still running is ended
-// and handed back to the queue.
+// and handed back to the queue. A give-back waits for the store a lease
+// length at most (the record has expired by then, and another worker
+// takes the thread over), so a store that stopped answering cannot hold a
+// draining worker.
 package worker
 
 import (
@@ -472,7 +475,8 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 		defer jobs.Done()
 		w.runThread(ctx, hard, l)
 		if slot != nil {
-			if err := w.eng.GiveSlot(context.WithoutCancel(hard), slot); err != nil {
+			g := giveBack{ctx: context.WithoutCancel(hard), d: w.opts.Lease}
+			if err := g.with(func(ctx context.Context) error { return w.eng.GiveSlot(ctx, slot) }); err != nil {
 				w.log.Warn("give back a slot", "workflow", r.Workflow, "err", err)
 			}
 		}
@@ -493,7 +497,7 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease) {
 	if run.Agent != "" {
 		opts.Agent = run.Agent
 	}
-	bg := context.WithoutCancel(hard)
+	bg := giveBack{ctx: context.WithoutCancel(hard), d: w.opts.Lease}
 	steps := 0
 	log := w.log.With("thread", id, "attempt", run.Attempt)
 	for {
@@ -550,14 +554,29 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease) {
 	}
 }
 
-func (w *Worker) release(ctx context.Context, l *thread.Lease, log *slog.Logger, why string) {
-	if err := l.Release(ctx, why); err != nil {
+// giveBack is the context of a lease's give-back, made at each use: it
+// outlives the worker's cancellation but not a lease length (the record
+// has expired by then, and another worker takes the thread over), so a
+// store that stopped answering cannot hold a draining worker forever.
+type giveBack struct {
+	ctx context.Context
+	d   time.Duration
+}
+
+func (g giveBack) with(f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(g.ctx, g.d)
+	defer cancel()
+	return f(ctx)
+}
+
+func (w *Worker) release(g giveBack, l *thread.Lease, log *slog.Logger, why string) {
+	if err := g.with(func(ctx context.Context) error { return l.Release(ctx, why) }); err != nil {
 		log.Warn("release the lease", "err", err)
 	}
 }
 
-func (w *Worker) handBack(ctx context.Context, l *thread.Lease, log *slog.Logger, why string) {
-	if err := l.Requeue(ctx, why); err != nil {
+func (w *Worker) handBack(g giveBack, l *thread.Lease, log *slog.Logger, why string) {
+	if err := g.with(func(ctx context.Context) error { return l.Requeue(ctx, why) }); err != nil {
 		log.Warn("hand the thread back", "err", err)
 		return
 	}
@@ -566,14 +585,14 @@ func (w *Worker) handBack(ctx context.Context, l *thread.Lease, log *slog.Logger
 
 // failed retries a failed step with backoff, or fails the run when it is
 // out of retries.
-func (w *Worker) failed(ctx context.Context, l *thread.Lease, log *slog.Logger, cause error) {
+func (w *Worker) failed(g giveBack, l *thread.Lease, log *slog.Logger, cause error) {
 	// A step masks what it records; an error from before the agent ran
 	// (building it, say) may still name a secret.
 	cause = w.opts.Run.MaskError(cause)
 	failures := l.Run().Failures + 1
 	retries := max(w.opts.Retries, 0)
 	if failures > retries {
-		if err := l.Fail(ctx, cause); err != nil {
+		if err := g.with(func(ctx context.Context) error { return l.Fail(ctx, cause) }); err != nil {
 			log.Warn("fail the run", "err", err)
 			return
 		}
@@ -584,7 +603,7 @@ func (w *Worker) failed(ctx context.Context, l *thread.Lease, log *slog.Logger, 
 	if delay > MaxBackoff || delay <= 0 {
 		delay = MaxBackoff
 	}
-	if err := l.Retry(ctx, cause, delay); err != nil {
+	if err := g.with(func(ctx context.Context) error { return l.Retry(ctx, cause, delay) }); err != nil {
 		log.Warn("schedule a retry", "err", err)
 		return
 	}

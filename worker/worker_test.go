@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -532,5 +533,60 @@ func testSecretsNotInWhyNotClaimed(t *testing.T, f *fixture) {
 	}
 	if strings.Contains(r.WhyNotClaimed, key) {
 		t.Errorf("a secret reached the run record: %q", r.WhyNotClaimed)
+	}
+}
+
+// hangingRefs wraps a memory store's refs: once hang is set, every
+// compare-and-swap of a run record blocks until its context ends.
+type hangingRefs struct {
+	*cas.MemRefs
+	hang atomic.Bool
+}
+
+func (r *hangingRefs) CompareAndSwap(ctx context.Context, name string, old, new cas.Hash, message string) error {
+	if r.hang.Load() && strings.HasPrefix(name, thread.RunPrefix) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return r.MemRefs.CompareAndSwap(ctx, name, old, new, message)
+}
+
+// TestDrainWithAHungStore: a worker drained while the store stops
+// answering its give-back still returns, a lease length after its drain
+// deadline at most, rather than waiting on the store forever.
+func TestDrainWithAHungStore(t *testing.T) {
+	mem := cas.NewMemStore(nil)
+	hr := &hangingRefs{MemRefs: mem.Refs()}
+	f := newFixture(t, openRepo(t, mem, hr))
+	script := filepath.Join(t.TempDir(), "slow.sh")
+	marker := filepath.Join(t.TempDir(), "started")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  slow: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.queue(1, t.TempDir(), "slow")
+	const lease = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := worker.New(f.eng, worker.Options{ID: "w1", Lease: lease, Drain: 100 * time.Millisecond, Run: thread.RunOptions{Config: cfg}})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	f.waitFor("the agent started", 20*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
+	hr.hang.Store(true)
+	t0 := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		if took := time.Since(t0); took > 2*lease {
+			t.Errorf("the drain took %v with a lease of %v", took, lease)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the draining worker waited on a store that does not answer for 20 s")
 	}
 }

@@ -2,6 +2,7 @@ package thread_test
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync/atomic"
 	"testing"
@@ -16,10 +17,13 @@ import (
 type countingWatch struct {
 	*cas.MemRefs
 	watches, heads atomic.Int64
+	failHeads      atomic.Int64 // the first failHeads WatchHead calls fail
 }
 
 func (r *countingWatch) WatchHead(ctx context.Context) (cas.Cursor, error) {
-	r.heads.Add(1)
+	if r.heads.Add(1) <= r.failHeads.Load() {
+		return "", errors.New("connection refused")
+	}
 	return r.MemRefs.WatchHead(ctx)
 }
 
@@ -169,4 +173,35 @@ func watchesAfter(cw *countingWatch, want int64) int64 {
 	}
 	time.Sleep(50 * time.Millisecond) // and no more
 	return cw.watches.Load()
+}
+
+// TestLeaseWatchRetries: a lease whose watch could not start (the store
+// did not answer) tries again, and still sees its record dropped long
+// before a renewal would.
+func TestLeaseWatchRetries(t *testing.T) {
+	mem := cas.NewMemStore(nil)
+	cw := &countingWatch{MemRefs: mem.Refs()}
+	te := newTEnvOn(t, &clock{t: time.Now().UTC()}, mem, cw)
+	id := te.start()
+	if _, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := te.e.Claim(te.ctx, id, "wA", &thread.LeaseOptions{Length: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw.failHeads.Store(1)
+	lctx, stop := l.Keep(te.ctx)
+	defer stop()
+	for i := 0; cw.heads.Load() < 2 && i < 300; i++ { // the failed start, then the retry
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := te.e.DropRun(te.ctx, id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lease whose watch failed to start did not see its record dropped")
+	}
 }

@@ -445,8 +445,19 @@ func minTime(a, b time.Time) time.Time {
 func (l *Lease) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	name := runRef(l.id)
 	changed, stop, err := l.e.Changes(ctx, name)
-	if err != nil {
-		return // unwatchable refs: the renewals find out
+	for err != nil {
+		if errors.Is(err, cas.ErrWatchUnsupported) {
+			return // unwatchable refs: the renewals find out
+		}
+		// The store did not answer: try again each second meanwhile.
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.lost:
+			return
+		case <-time.After(time.Second):
+		}
+		changed, stop, err = l.e.Changes(ctx, name)
 	}
 	defer stop()
 	// A change between the claim and the subscription: read once, and

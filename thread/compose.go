@@ -562,47 +562,33 @@ func (e *Engine) cancelBranch(ctx context.Context, cid, why string) (*Node, erro
 }
 
 // watchThread calls stop when thread id's head leaves from (it is killed,
-// suspended, resumed or removed, by any process), through the store's
-// watch; it returns when ctx is done. A store whose refs cannot be
-// watched is polled every second.
+// suspended, resumed or removed, by any process), through the Engine's
+// shared watch of threads/ ([Engine.Changes]); it returns when ctx is
+// done. A store whose refs cannot be watched is polled every second.
 func (e *Engine) watchThread(ctx context.Context, id string, from cas.Hash, stop context.CancelFunc) {
-	left := func() bool {
-		h, err := e.refs.Get(ctx, refName(id))
-		if ctx.Err() != nil {
-			return false
-		}
-		return errors.Is(err, cas.ErrNotFound) || (err == nil && h != from)
-	}
-	cur, err := e.repo.WatchHead(ctx)
+	changed, unsubscribe, err := e.Changes(ctx, refName(id))
+	var tick <-chan time.Time
 	if err != nil {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if left() {
-					stop()
-					return
-				}
-			}
-		}
+		tick = t.C
+	} else {
+		defer unsubscribe()
 	}
-	if left() {
-		stop()
-		return
-	}
-	for ev, err := range e.repo.Watch(ctx, refName(id), cur) {
-		if err != nil {
-			if ctx.Err() != nil || !errors.Is(err, cas.ErrCursorGone) {
-				return
-			}
-			continue
+	for {
+		h, err := e.refs.Get(ctx, refName(id))
+		if ctx.Err() != nil {
+			return
 		}
-		if ev.Ref == refName(id) && ev.New != from {
+		if errors.Is(err, cas.ErrNotFound) || (err == nil && h != from) {
 			stop()
 			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick:
 		}
 	}
 }

@@ -81,8 +81,9 @@
 //  2. Keep it: [Lease.Keep] renews it in the background every third of its
 //     length and returns a context that is cancelled, with cause a
 //     *[LeaseLostError], when the lease is lost: another holder took it, a
-//     user killed or removed the thread (the record dropped, seen through
-//     the store's watch at once), or this process's own monotonic clock
+//     user killed or removed the thread (the record dropped, seen at once
+//     through the store's watch, one per Engine shared by all its leases:
+//     [Engine.Changes]), or this process's own monotonic clock
 //     says the lease may have expired (its expiry minus a margin) because
 //     renewals failed or the process was frozen. [Lease.Lost] is the same
 //     news as a channel.

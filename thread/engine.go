@@ -84,6 +84,8 @@ type Engine struct {
 	// a round trip each on PostgreSQL.
 	wfMu      sync.Mutex
 	workflows map[cas.Hash]*loadedWorkflow
+
+	changes changes // the shared watches (changes.go)
 }
 
 // New returns an engine over repo.

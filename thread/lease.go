@@ -84,6 +84,10 @@ type Lease struct {
 	mu    sync.Mutex
 	run   *Run      // the record this holder wrote last
 	valid time.Time // by the monotonic clock: the lease may be gone after it
+	// unanswered is when the earliest renewal not yet known applied or
+	// refused began (zero if none): one applied whose answer was lost
+	// counts from it.
+	unanswered time.Time
 
 	lostOnce sync.Once
 	lost     chan struct{}
@@ -261,16 +265,26 @@ func (e *Engine) claim(ctx context.Context, id, worker string, o *LeaseOptions, 
 
 // Renew extends the lease to the store's now plus its length: one
 // compare-and-swap of runs/<thread> from the holder's record (logged
-// "renew by <worker>"). A lease already invalid by this process's clock is
-// not renewed (someone may hold it now); that, and a record that changed
-// hands, fail with a *[LeaseLostError] and mark the lease lost. Other
-// errors (the store unreachable) leave the lease as it was: the caller
-// may try again while it is valid.
+// "renew by <worker>"). The new validity counts from the moment before the
+// store's clock was read (a slow answer shortens it, never lengthens it
+// past the stored expiry). A lease already invalid by this process's clock
+// is not renewed (someone may hold it now); that, and a record that
+// changed hands, fail with a *[LeaseLostError] and mark the lease lost.
+// Other errors (the store unreachable, ctx ended) leave the lease as it
+// was: the caller may try again while it is valid. A renewal whose answer
+// was lost but which was applied is recognised by the next one (the record
+// is still this holder's running record of this attempt) and adopted,
+// with its validity counted from the earliest renewal still unanswered.
 func (l *Lease) Renew(ctx context.Context) error {
 	if err := l.Check(); err != nil {
 		return err
 	}
 	t0 := time.Now()
+	l.mu.Lock()
+	if l.unanswered.IsZero() {
+		l.unanswered = t0
+	}
+	l.mu.Unlock()
 	now, err := l.e.storeNow(ctx)
 	if err != nil {
 		return err
@@ -280,22 +294,60 @@ func (l *Lease) Renew(ctx context.Context) error {
 	next.Hash, next.Expiry, next.At = 0, now+l.opts.Length.Milliseconds(), now
 	h, err := l.e.swapRun(ctx, l.id, cur.Hash, &next, "renew by "+l.worker)
 	if errors.Is(err, cas.ErrConflict) {
-		l.markLost("its run record changed hands (taken over, or dropped by kill or rm)")
-		return l.Err()
+		return l.adopt(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("thread %s: renew the lease: %w", l.id, err)
 	}
-	// Re-check: if validity ran out while renewing, another holder may have
-	// claimed in between only if the stored expiry passed, which the CAS
-	// rules out; but this process was told to stop, and stays stopped.
+	next.Hash = h
+	l.renewed(&next, t0)
+	return nil
+}
+
+// renewed records a renewal to run, sent after t0 (by the monotonic
+// clock): the lease is valid until t0 plus its length less the margin,
+// unless it was lost meanwhile (a lost lease stays lost).
+func (l *Lease) renewed(run *Run, t0 time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.Err() != nil {
+		return
+	}
+	l.run, l.unanswered = run, time.Time{}
+	if v := t0.Add(l.opts.Length - l.opts.Margin); v.After(l.valid) {
+		l.valid = v
+	}
+}
+
+// adopt is Renew's answer to a record that is no longer the one the
+// holder wrote last: if it is still this holder's running record of this
+// attempt, a renewal whose answer was lost wrote it, sent after the
+// earliest unanswered renewal began; else the lease is lost.
+func (l *Lease) adopt(ctx context.Context) error {
+	h, err := l.e.refs.Get(ctx, runRef(l.id))
+	if err != nil && !errors.Is(err, cas.ErrNotFound) {
+		return fmt.Errorf("thread %s: renew the lease: read the run record: %w", l.id, err)
+	}
+	if h.IsZero() {
+		l.markLost("its run record was dropped (the thread was killed or removed)")
+		return l.Err()
+	}
+	r, err := l.e.ReadRun(ctx, h)
+	if err != nil {
+		return fmt.Errorf("thread %s: renew the lease: %w", l.id, err)
+	}
+	cur := l.Run()
+	l.mu.Lock()
+	t0 := l.unanswered
+	l.mu.Unlock()
+	if r.State != RunRunning || r.Worker != l.worker || r.Attempt != cur.Attempt || t0.IsZero() {
+		l.markLost("its run record changed hands (taken over, or dropped by kill or rm)")
+		return l.Err()
+	}
 	if err := l.Check(); err != nil {
 		return err
 	}
-	next.Hash = h
-	l.mu.Lock()
-	l.run, l.valid = &next, t0.Add(l.opts.Length-l.opts.Margin)
-	l.mu.Unlock()
+	l.renewed(r, t0)
 	return nil
 }
 
@@ -303,10 +355,14 @@ func (l *Lease) Renew(ctx context.Context) error {
 // returns a context derived from ctx that is cancelled, with a
 // *[LeaseLostError] as its cause ([context.Cause]), as soon as the lease
 // is lost: a renewal found the record changed, the store's watch showed
-// it taken or dropped, or the local validity ran out (renewals failing,
-// the process frozen). Steps run under that context commit only while the
-// lease is valid (see [Lease.Check]) and end their agent when it is
-// cancelled. Call stop, which waits for the background work to end, before
+// it taken or dropped, or the local validity ran out (renewals failing or
+// slow, the process frozen). A renewal runs apart from the validity's
+// deadline, which fires on time however long the store takes to answer;
+// one that fails is tried again soon (an eighth of the validity left,
+// between 10 ms and a fifteenth of the length), each try bounded by the
+// validity. Steps run under that context commit only while the lease is
+// valid (see [Lease.Check]) and end their agent when it is cancelled.
+// Call stop, which waits for the background work to end, before
 // releasing; it does not cancel the context's parent.
 func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 	lctx, cancel := context.WithCancelCause(withFence(ctx, l))
@@ -320,6 +376,7 @@ func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 		// enough that less than two thirds of its validity are left.
 		renewAt := time.NewTimer(min(interval, time.Until(l.ValidUntil())/2))
 		defer renewAt.Stop()
+		var renewing chan error // the renewal under way, or nil
 		for {
 			deadline := time.NewTimer(time.Until(l.ValidUntil()))
 			select {
@@ -336,17 +393,29 @@ func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 					return
 				}
 			case <-renewAt.C:
-				err := l.Renew(bg)
+				ch := make(chan error, 1)
+				renewing = ch
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// A try ends with the validity (a later answer could
+					// not be used) or after half a renewal interval.
+					rctx, rcancel := context.WithDeadline(bg, minTime(l.ValidUntil(), time.Now().Add(interval/2)))
+					defer rcancel()
+					ch <- l.Renew(rctx)
+				}()
+			case err := <-renewing:
+				renewing = nil
 				switch {
 				case errors.Is(err, ErrLeaseLost):
-					cancel(err)
 					deadline.Stop()
+					cancel(err)
 					return
 				case err != nil && bg.Err() == nil:
 					if l.opts.Logger != nil {
 						l.opts.Logger.Warn("lease renewal failed; retrying", "thread", l.id, "worker", l.worker, "err", err)
 					}
-					renewAt.Reset(max(interval/5, 10*time.Millisecond))
+					renewAt.Reset(min(max(time.Until(l.ValidUntil())/8, 10*time.Millisecond), l.opts.Length/15))
 				default:
 					renewAt.Reset(min(interval, time.Until(l.ValidUntil())/2))
 				}
@@ -364,34 +433,49 @@ func (l *Lease) Keep(ctx context.Context) (lctx context.Context, stop func()) {
 	}
 }
 
-// watch follows runs/<thread> and marks the lease lost when the record is
-// deleted or is no longer this holder's running record.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// watch follows runs/<thread> (through the Engine's shared watch of
+// runs/) and marks the lease lost when the record is deleted or is no
+// longer this holder's running record.
 func (l *Lease) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	name := runRef(l.id)
-	cursor, err := l.e.repo.WatchHead(ctx)
-	if err != nil {
-		return // unwatchable refs: the renewals find out
-	}
-	// A change between the claim and the cursor: read once.
-	if h, err := l.e.refs.Get(ctx, name); err == nil || errors.Is(err, cas.ErrNotFound) {
-		if l.notMine(ctx, h) {
-			cancel(l.Err())
-			return
+	changed, stop, err := l.e.Changes(ctx, name)
+	for err != nil {
+		if errors.Is(err, cas.ErrWatchUnsupported) {
+			return // unwatchable refs: the renewals find out
 		}
+		// The store did not answer: try again each second meanwhile.
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.lost:
+			return
+		case <-time.After(time.Second):
+		}
+		changed, stop, err = l.e.Changes(ctx, name)
 	}
-	for ev, err := range l.e.repo.Watch(ctx, name, cursor) {
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, cas.ErrInvalidCursor) {
+	defer stop()
+	// A change between the claim and the subscription: read once, and
+	// again at each signal.
+	for {
+		if h, err := l.e.refs.Get(ctx, name); err == nil || errors.Is(err, cas.ErrNotFound) {
+			if l.notMine(ctx, h) {
+				cancel(l.Err())
 				return
 			}
-			continue
 		}
-		if ev.Ref != name {
-			continue
-		}
-		if l.notMine(ctx, ev.New) {
-			cancel(l.Err())
+		select {
+		case <-ctx.Done():
 			return
+		case <-l.lost:
+			return
+		case <-changed:
 		}
 	}
 }

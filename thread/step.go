@@ -391,6 +391,26 @@ func maxSteps(wf *registry.Workflow, opts *RunOptions) (int, string) {
 	return limit, fmt.Sprintf("step limit reached: %d steps, the default for a workflow without maxSteps", limit)
 }
 
+// Mask returns s with every secret opts knows (its Secrets, the store
+// URL's password, the config's secrets) masked, as a step masks what it
+// records: for text a caller records itself, such as a worker's reason
+// for not claiming a thread.
+func (opts *RunOptions) Mask(s string) string {
+	if opts == nil {
+		return s
+	}
+	return masker(opts).String(s)
+}
+
+// MaskError is [RunOptions.Mask] for an error: one whose message is
+// masked and which unwraps to err (nil stays nil).
+func (opts *RunOptions) MaskError(err error) error {
+	if opts == nil {
+		return err
+	}
+	return masker(opts).Error(err)
+}
+
 // masker returns the masker of one step: the known secrets of opts.
 func masker(opts *RunOptions) *secret.Masker {
 	m := secret.New(opts.Secrets...)

@@ -21,7 +21,10 @@
 // [Options.Retries] times, then the run is failed and leaves the queue.
 // Cancelling [Worker.Run]'s context drains: no new claims, running steps
 // finish up to [Options.Drain], then whatever is still running is ended
-// and handed back to the queue.
+// and handed back to the queue. A give-back waits for the store a lease
+// length at most (the record has expired by then, and another worker
+// takes the thread over), so a store that stopped answering cannot hold a
+// draining worker.
 package worker
 
 import (
@@ -145,9 +148,21 @@ func (w *Worker) ID() string { return w.opts.ID }
 // the package doc) and returns nil; it returns an error only if the store
 // cannot be watched or read at the start.
 func (w *Worker) Run(ctx context.Context) error {
-	cursor, err := w.eng.Repo().WatchHead(ctx)
-	if err != nil && !errors.Is(err, cas.ErrWatchUnsupported) {
-		return fmt.Errorf("worker: watch the store: %w", err)
+	// The engine's shared watches of runs/ and slots/: the leases this
+	// worker keeps use the first too.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var changed []<-chan struct{}
+	for _, prefix := range []string{thread.RunPrefix, thread.SlotPrefix} {
+		ch, stop, err := w.eng.Changes(watchCtx, prefix)
+		if errors.Is(err, cas.ErrWatchUnsupported) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("worker: watch the store: %w", err)
+		}
+		defer stop()
+		changed = append(changed, ch)
 	}
 	w.log.Info("worker started", "build", w.opts.Build, "concurrency", w.opts.Concurrency,
 		"workflows", w.opts.Workflows, "lease", w.opts.Lease)
@@ -155,10 +170,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	hard, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
 	var jobs sync.WaitGroup
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	if err == nil {
-		go w.follow(watchCtx, cursor)
+	for _, ch := range changed {
+		go w.follow(watchCtx, ch)
 	}
 	tick := time.NewTicker(w.opts.Lease / 2)
 	defer tick.Stop()
@@ -213,27 +226,18 @@ func (w *Worker) runningCount() int {
 	return len(w.running)
 }
 
-// follow wakes the claim loop at each change of runs/ or slots/.
-func (w *Worker) follow(ctx context.Context, cursor cas.Cursor) {
-	for ev, err := range w.eng.Repo().Watch(ctx, "", cursor) {
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, cas.ErrInvalidCursor) {
-				w.log.Error("the store's watch failed; falling back to the timer", "err", err)
-				return
-			}
-			w.poke()
-			continue
-		}
-		if hasPrefix(ev.Ref, thread.RunPrefix) || hasPrefix(ev.Ref, thread.SlotPrefix) {
+// follow wakes the claim loop at each signal of changed (runs/ or
+// slots/ changes).
+func (w *Worker) follow(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
 			w.poke()
 		}
 	}
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // scan lists the run records, reading only those that changed since the
 // last scan.
@@ -402,7 +406,7 @@ func (w *Worker) cannotRun(ctx context.Context, r *thread.Run) string {
 		if ctx.Err() != nil {
 			return ""
 		}
-		why = "cannot run its agents: " + err.Error()
+		why = "cannot run its agents: " + opts.Mask(err.Error())
 	}
 	w.mu.Lock()
 	w.checked[key] = why
@@ -471,7 +475,8 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 		defer jobs.Done()
 		w.runThread(ctx, hard, l, slot)
 		if slot != nil {
-			if err := w.eng.GiveHold(context.WithoutCancel(hard), slot); err != nil {
+			g := giveBack{ctx: context.WithoutCancel(hard), d: w.opts.Lease}
+			if err := g.with(func(ctx context.Context) error { return w.eng.GiveHold(ctx, slot) }); err != nil {
 				w.log.Warn("give back a slot", "workflow", r.Workflow, "err", err)
 			}
 		}
@@ -496,7 +501,7 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease, slot *thr
 	if run.Agent != "" {
 		opts.Agent = run.Agent
 	}
-	bg := context.WithoutCancel(hard)
+	bg := giveBack{ctx: context.WithoutCancel(hard), d: w.opts.Lease}
 	steps := 0
 	log := w.log.With("thread", id, "attempt", run.Attempt)
 	for {
@@ -553,14 +558,29 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease, slot *thr
 	}
 }
 
-func (w *Worker) release(ctx context.Context, l *thread.Lease, log *slog.Logger, why string) {
-	if err := l.Release(ctx, why); err != nil {
+// giveBack is the context of a lease's give-back, made at each use: it
+// outlives the worker's cancellation but not a lease length (the record
+// has expired by then, and another worker takes the thread over), so a
+// store that stopped answering cannot hold a draining worker forever.
+type giveBack struct {
+	ctx context.Context
+	d   time.Duration
+}
+
+func (g giveBack) with(f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(g.ctx, g.d)
+	defer cancel()
+	return f(ctx)
+}
+
+func (w *Worker) release(g giveBack, l *thread.Lease, log *slog.Logger, why string) {
+	if err := g.with(func(ctx context.Context) error { return l.Release(ctx, why) }); err != nil {
 		log.Warn("release the lease", "err", err)
 	}
 }
 
-func (w *Worker) handBack(ctx context.Context, l *thread.Lease, log *slog.Logger, why string) {
-	if err := l.Requeue(ctx, why); err != nil {
+func (w *Worker) handBack(g giveBack, l *thread.Lease, log *slog.Logger, why string) {
+	if err := g.with(func(ctx context.Context) error { return l.Requeue(ctx, why) }); err != nil {
 		log.Warn("hand the thread back", "err", err)
 		return
 	}
@@ -569,11 +589,14 @@ func (w *Worker) handBack(ctx context.Context, l *thread.Lease, log *slog.Logger
 
 // failed retries a failed step with backoff, or fails the run when it is
 // out of retries.
-func (w *Worker) failed(ctx context.Context, l *thread.Lease, log *slog.Logger, cause error) {
+func (w *Worker) failed(g giveBack, l *thread.Lease, log *slog.Logger, cause error) {
+	// A step masks what it records; an error from before the agent ran
+	// (building it, say) may still name a secret.
+	cause = w.opts.Run.MaskError(cause)
 	failures := l.Run().Failures + 1
 	retries := max(w.opts.Retries, 0)
 	if failures > retries {
-		if err := l.Fail(ctx, cause); err != nil {
+		if err := g.with(func(ctx context.Context) error { return l.Fail(ctx, cause) }); err != nil {
 			log.Warn("fail the run", "err", err)
 			return
 		}
@@ -584,7 +607,7 @@ func (w *Worker) failed(ctx context.Context, l *thread.Lease, log *slog.Logger, 
 	if delay > MaxBackoff || delay <= 0 {
 		delay = MaxBackoff
 	}
-	if err := l.Retry(ctx, cause, delay); err != nil {
+	if err := g.with(func(ctx context.Context) error { return l.Retry(ctx, cause, delay) }); err != nil {
 		log.Warn("schedule a retry", "err", err)
 		return
 	}

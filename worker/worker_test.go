@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +187,9 @@ func TestWorker(t *testing.T) {
 		{"AlwaysFailingStep", testAlwaysFailingStep},
 		{"LeavesWhatItCannotRun", testLeavesWhatItCannotRun},
 		{"KillStopsTheRun", testKillStopsTheRun},
+		{"KillEndsTheAgentGroup", testKillEndsTheAgentGroup},
+		{"SecretsNotInTheRunRecord", testSecretsNotInTheRunRecord},
+		{"SecretsNotInWhyNotClaimed", testSecretsNotInWhyNotClaimed},
 		{"MaxRunning", testMaxRunning},
 		{"MaxRunningNested", testMaxRunningNested},
 	}
@@ -265,6 +271,17 @@ func testAlwaysFailingStep(t *testing.T, f *fixture) {
 	for _, e := range log {
 		if !strings.HasPrefix(e.Message, "renew") {
 			msgs = append(msgs, e.Message)
+		}
+		if strings.HasPrefix(e.Message, "retry") {
+			// The backoff doubles: 50 ms, then 100 ms, by the store's clock.
+			r, err := f.eng.ReadRun(f.ctx, e.New)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := (50 * time.Millisecond << (r.Failures - 1)).Milliseconds()
+			if r.State != thread.RunRetrying || r.Expiry-r.At != want {
+				t.Errorf("retry %d: state %s, claimable %d ms after, want retrying after %d ms", r.Failures, r.State, r.Expiry-r.At, want)
+			}
 		}
 	}
 	want := "enqueue|claim by w1 attempt 1|retry by w1 after failure 1|claim by w1 attempt 2|retry by w1 after failure 2|claim by w1 attempt 3|fail by w1 after failure 3"
@@ -433,5 +450,167 @@ func testMaxRunningNested(t *testing.T, f *fixture) {
 		if first < 0 || k < first || last < k || first == last {
 			t.Errorf("slot takes %q: want %s, its child %s, %s again", takes, id, kid, id)
 		}
+	}
+}
+
+// alive reports whether the process whose pid is in file runs.
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// testKillEndsTheAgentGroup: killing a leased thread ends its agent's
+// whole process group (a child it left in the background too) through
+// the watch, while the worker goes on running.
+func testKillEndsTheAgentGroup(t *testing.T, f *fixture) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "forks.sh")
+	agentPid, childPid := filepath.Join(dir, "agent.pid"), filepath.Join(dir, "child.pid")
+	body := "#!/bin/sh\ncat >/dev/null\nsleep 120 &\necho $! > " + childPid + ".tmp\nmv " + childPid + ".tmp " + childPid +
+		"\necho $$ > " + agentPid + "\nwait\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  forks: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "forks")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 30 * time.Second, Run: thread.RunOptions{Config: cfg}})
+	f.waitFor("the agent started", 20*time.Second, func() bool {
+		_, a := os.Stat(agentPid)
+		_, c := os.Stat(childPid)
+		return a == nil && c == nil
+	})
+	if !alive(t, childPid) {
+		t.Fatal("the agent's child is not running")
+	}
+	if _, err := f.eng.Kill(f.ctx, ids[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	// Well within the lease (30 s) and its renewals (every 10 s): the
+	// watch, not a renewal, ends it.
+	f.waitFor("the agent and its child ended", 5*time.Second, func() bool {
+		return !alive(t, agentPid) && !alive(t, childPid)
+	})
+	if st, _ := f.status(ids[0]); st != thread.StatusKilled {
+		t.Errorf("status %s after kill", st)
+	}
+}
+
+// testSecretsNotInTheRunRecord: a failing agent that prints a secret
+// (the worker's, and the store URL's password) leaves it out of the
+// failed run's error.
+func testSecretsNotInTheRunRecord(t *testing.T, f *fixture) {
+	const key, pass = "sk-test-VerySecretKey-0123456789", "hunter2-the-password"
+	script := filepath.Join(t.TempDir(), "leaks.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho \"key="+key+" pass="+pass+"\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  leaks: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "leaks")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: -1, Lease: 10 * time.Second,
+		Run: thread.RunOptions{Config: cfg, Secrets: []string{key}, Store: "postgres://u:" + pass + "@db.invalid/uwf"}})
+	f.waitFor("the run failed", 30*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r != nil && r.State == thread.RunFailed
+	})
+	_, r := f.status(ids[0])
+	if r.Error == "" || !strings.Contains(r.Error, "********") {
+		t.Errorf("failed run's error %q: want the agent's masked output", r.Error)
+	}
+	if strings.Contains(r.Error, key) || strings.Contains(r.Error, pass) {
+		t.Errorf("a secret reached the run record: %q", r.Error)
+	}
+}
+
+// testSecretsNotInWhyNotClaimed: an agent the worker cannot build, whose
+// error names a secret (here in the program's path), is recorded as the
+// reason it was not claimed with the secret masked.
+func testSecretsNotInWhyNotClaimed(t *testing.T, f *fixture) {
+	const key = "sk-test-VerySecretKey-0123456789"
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  gone: {command: /nonexistent/"+key+"/agent}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queue(1, t.TempDir(), "gone")
+	startWorker(t, f.eng, worker.Options{ID: "w1", Lease: 10 * time.Second,
+		Run: thread.RunOptions{Config: cfg, Secrets: []string{key}}})
+	f.waitFor("why-not-claimed recorded", 20*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r.WhyNotClaimed != ""
+	})
+	_, r := f.status(ids[0])
+	if !strings.Contains(r.WhyNotClaimed, "cannot run its agents") || !strings.Contains(r.WhyNotClaimed, "********") {
+		t.Errorf("why not claimed = %q, want the agent's error, masked", r.WhyNotClaimed)
+	}
+	if strings.Contains(r.WhyNotClaimed, key) {
+		t.Errorf("a secret reached the run record: %q", r.WhyNotClaimed)
+	}
+}
+
+// hangingRefs wraps a memory store's refs: once hang is set, every
+// compare-and-swap of a run record blocks until its context ends.
+type hangingRefs struct {
+	*cas.MemRefs
+	hang atomic.Bool
+}
+
+func (r *hangingRefs) CompareAndSwap(ctx context.Context, name string, old, new cas.Hash, message string) error {
+	if r.hang.Load() && strings.HasPrefix(name, thread.RunPrefix) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return r.MemRefs.CompareAndSwap(ctx, name, old, new, message)
+}
+
+// TestDrainWithAHungStore: a worker drained while the store stops
+// answering its give-back still returns, a lease length after its drain
+// deadline at most, rather than waiting on the store forever.
+func TestDrainWithAHungStore(t *testing.T) {
+	mem := cas.NewMemStore(nil)
+	hr := &hangingRefs{MemRefs: mem.Refs()}
+	f := newFixture(t, openRepo(t, mem, hr))
+	script := filepath.Join(t.TempDir(), "slow.sh")
+	marker := filepath.Join(t.TempDir(), "started")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\ntouch "+marker+"\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  slow: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.queue(1, t.TempDir(), "slow")
+	const lease = 3 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := worker.New(f.eng, worker.Options{ID: "w1", Lease: lease, Drain: 100 * time.Millisecond, Run: thread.RunOptions{Config: cfg}})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	f.waitFor("the agent started", 20*time.Second, func() bool { _, err := os.Stat(marker); return err == nil })
+	hr.hang.Store(true)
+	t0 := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		if took := time.Since(t0); took > 2*lease {
+			t.Errorf("the drain took %v with a lease of %v", took, lease)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the draining worker waited on a store that does not answer for 20 s")
 	}
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"time"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/uncaged/uwf/cas"
@@ -42,4 +44,12 @@ func SetWatchPage(t interface{ Cleanup(func()) }, n int) {
 	old := watchPage
 	watchPage = n
 	t.Cleanup(func() { watchPage = old })
+}
+
+// SetCloseWait sets how long Close waits for connections in use, until the
+// test ends. Tests that call it must not run in parallel with others.
+func SetCloseWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := closeWait
+	closeWait = d
+	t.Cleanup(func() { closeWait = old })
 }

@@ -83,6 +83,10 @@ type Store struct {
 	notify notifier    // tells other processes' watchers (notify.go)
 	reads  sharedReads // lets them share their reads
 	closed atomic.Bool // Close was called: watches end
+	// closing is cancelled by Close: the watches' statements run under it,
+	// so one waiting on the server (a barrier, a slow read) ends at once.
+	closing  context.Context
+	closeNow context.CancelFunc
 
 	addMu sync.Mutex  // ensureAdditions, one at a time
 	added atomic.Bool // the additions are there (migrate.go)
@@ -156,6 +160,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		gcKey:    lockKey(o.Schema, "gc", ""),
 	}
 	s.refs = &Refs{s: s}
+	s.closing, s.closeNow = context.WithCancel(context.Background())
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
@@ -216,16 +221,44 @@ func (s *Store) Refs() *Refs { return s.refs }
 // Schema returns the SQL schema that holds the store.
 func (s *Store) Schema() string { return s.schema }
 
-// Close closes the store's connections. It waits until every connection in
-// use is back, so release every lock (call each unlock) first. The store
-// must not be used after Close; its watches end, yielding an error
-// wrapping [fs.ErrClosed].
+// closeWait bounds how long Close waits for the connections in use (a
+// variable for tests).
+var closeWait = 15 * time.Second
+
+// Close closes the store's connections. It ends its watches (they yield an
+// error wrapping [fs.ErrClosed]; a statement of theirs waiting on the
+// server is cancelled), sends the notification still pending, and waits
+// until every connection in use is back, so release every lock (call each
+// unlock) first. That wait is bounded: a connection still out after 15 s
+// (a lock never unlocked, a caller's statement stuck on the server) is
+// left to be closed when it comes back, with a warning in the log, and
+// Close returns. The store must not be used after Close.
 func (s *Store) Close() {
 	s.closed.Store(true)
+	s.closeNow()
 	s.stopNotify()
 	s.listen.Broadcast()
-	s.locks.Close()
-	s.pool.Close()
+	done := make(chan struct{})
+	go func() {
+		s.locks.Close()
+		s.pool.Close()
+		close(done)
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("postgres store: Close gave up waiting for connections still in use; they close when given back",
+			"schema", s.schema, "operations", s.pool.Stat().AcquiredConns(), "locks", s.locks.Stat().AcquiredConns(), "waited", closeWait)
+	}
+}
+
+// watchCtx returns ctx, ended also when the store is closed.
+func (s *Store) watchCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.closing, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // validSchemaName accepts the schema names Options.Schema documents.

@@ -218,6 +218,17 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			yield(cas.Event{}, err)
 			return
 		}
+		// The store's Close ends the watch, even in a statement.
+		outer := ctx
+		ctx, stop := r.s.watchCtx(ctx)
+		defer stop()
+		closed := func() bool {
+			if r.s.closed.Load() && outer.Err() == nil {
+				yield(cas.Event{}, fmt.Errorf("watch: postgres store closed: %w", fs.ErrClosed))
+				return true
+			}
+			return false
+		}
 		last, err := parseCursor(after)
 		if err != nil {
 			yield(cas.Event{}, err)
@@ -226,6 +237,9 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		if last > 0 {
 			var top int64
 			if err := r.s.pool.QueryRow(ctx, r.s.q.watchTop, r.s.q.schema+".ref_log").Scan(&top); err != nil {
+				if closed() {
+					return
+				}
 				yield(cas.Event{}, fmt.Errorf("watch: %w", ctxErr(ctx, err)))
 				return
 			}
@@ -242,8 +256,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		checkTrim, goneSaid := after != "", false
 		woke := time.Now()
 		for {
-			if r.s.closed.Load() {
-				yield(cas.Event{}, fmt.Errorf("watch: postgres store closed: %w", fs.ErrClosed))
+			if closed() {
 				return
 			}
 			wake := r.s.listen.Wait()
@@ -259,6 +272,9 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 				}
 			}
 			if err != nil {
+				if closed() {
+					return
+				}
 				if ctx.Err() != nil {
 					yield(cas.Event{}, ctx.Err())
 					return
@@ -286,6 +302,9 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			}
 			select {
 			case <-ctx.Done():
+				if closed() {
+					return
+				}
 				yield(cas.Event{}, ctx.Err())
 				return
 			case <-wake:

@@ -215,11 +215,16 @@ func (e *Engine) listChildren(ctx context.Context, opts ListOptions) ([]*Info, e
 			left = append(left, err)
 			continue
 		}
-		if filtered {
-			if opts.Status != "" && info.Status != opts.Status {
-				continue
+		// A running branch runs under a lease: its run, as thread list shows.
+		if info.Run, err = e.RunOf(ctx, ch.Thread); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			if opts.Workflow != "" && info.WorkflowName != opts.Workflow && info.Workflow.String() != opts.Workflow {
+			left = append(left, fmt.Errorf("thread %s: %w", ch.Thread, err))
+			continue
+		}
+		if filtered {
+			if !opts.keeps(info) {
 				continue
 			}
 			if skipped < opts.Offset {

@@ -837,6 +837,15 @@ type ListOptions struct {
 	Parent string
 }
 
+// keeps reports whether info passes o's filters of status (or run) and
+// workflow.
+func (o *ListOptions) keeps(info *Info) bool {
+	if o.Status != "" && info.Status != o.Status && RunState(info.Run) != o.Status {
+		return false
+	}
+	return o.Workflow == "" || info.WorkflowName == o.Workflow || info.Workflow.String() == o.Workflow
+}
+
 // List returns threads newest first (by the time in their ULID), filtered
 // and paged as opts says. Without a status or workflow filter only the threads on the
 // page are read. A thread ref that cannot be read (a *[cas.BadRefError]),
@@ -926,10 +935,7 @@ func (e *Engine) List(ctx context.Context, opts ListOptions) ([]*Info, error) {
 			}
 		}
 		if filtered && info.Err == nil {
-			if opts.Status != "" && info.Status != opts.Status && RunState(info.Run) != opts.Status {
-				continue
-			}
-			if opts.Workflow != "" && info.WorkflowName != opts.Workflow && info.Workflow.String() != opts.Workflow {
+			if !opts.keeps(info) {
 				continue
 			}
 			if skipped < opts.Offset {

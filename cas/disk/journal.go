@@ -528,6 +528,7 @@ func (r *Refs) confirmRef(ctx context.Context, lower string, recs []record, idx 
 		return false, fmt.Errorf("disk: lock ref %s: %w", lower, err)
 	}
 	defer unlock()
+	r.s.confirmed.locked.Add(int64(len(idx)))
 	cur, err := r.read(lower)
 	var bad *cas.BadRefError
 	if err != nil && !errors.As(err, &bad) {

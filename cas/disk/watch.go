@@ -249,9 +249,10 @@ func (n *notifier) acquire(dir string) (release func()) {
 // records of other processes (and of changes that failed here, which may
 // have moved their ref all the same) are confirmed under their ref's lock.
 type confirmedCache struct {
-	mu   sync.Mutex
-	done map[jpos]bool
-	own  ownRecords
+	mu     sync.Mutex
+	done   map[jpos]bool
+	own    ownRecords
+	locked atomic.Int64 // records confirmed under their ref's lock (counted for tests)
 }
 
 // confirmedCacheSize bounds the cache; past it the cache starts afresh.

@@ -138,9 +138,12 @@
 // moves. A watch reads the records after its cursor (d.<segment>.<offset>)
 // and delivers each once the ref's log, read under the ref's lock, shows
 // the change committed, so a change a crash kept from committing is never
-// delivered. Changes made through the same Store wake its watchers at
-// once; other processes' wake them through inotify on Linux, and a poll
-// (every 250 ms without inotify, every 2 s with it) catches the rest.
+// delivered. The changes made through the same Store need no such reading:
+// their writers tell the Store's watchers how each ended, and wake them once
+// the ref's lock is free; a watcher that meets a record of its Store still
+// midway delivers the records before it and waits for that wake-up.
+// Other processes' changes wake the watchers through inotify on Linux, and
+// a poll (every 250 ms without inotify, every 2 s with it) catches the rest.
 // PruneLog removes the oldest segments whose every record is older than
 // its ref's cutoff, and records the newest cutoff of the refs whose
 // entries went; a watch whose cursor was removed, or that meets a record

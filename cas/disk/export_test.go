@@ -42,3 +42,7 @@ func SetJournalSegment(o *Options, n int64) { o.journalSegment = n }
 // log line are flushed and before the ref moves; an error from f aborts
 // the change there, as a crash would.
 func SetMoveHook(o *Options, f func(name string) error) { o.moveHook = f }
+
+// ConfirmedUnderLock counts the journal records s's watchers confirmed
+// under their ref's lock.
+func ConfirmedUnderLock(s *Store) int64 { return s.confirmed.locked.Load() }

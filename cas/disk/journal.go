@@ -133,8 +133,15 @@ func (r *Refs) segments() ([]int64, error) {
 type journalWriter struct {
 	r      *Refs
 	f      atomicfile.File
+	seg    int64
 	path   string // the segment's, for the flush point that covers the record
 	unlock func()
+
+	// The record written, if this Store's watchers are told of it (see
+	// ownRecords), and whether the caller saw its change commit.
+	told      bool
+	line      logLine
+	committed bool
 }
 
 // beginJournal takes the journal's shared lock and opens its newest
@@ -167,7 +174,7 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 			if err == nil {
 				size, err := f.Size()
 				if err == nil && (size < r.segmentLimit() || try >= 3) {
-					return &journalWriter{r: r, f: f, path: r.segPath(seg), unlock: unlock}, nil
+					return &journalWriter{r: r, f: f, seg: seg, path: r.segPath(seg), unlock: unlock}, nil
 				}
 				f.Close()
 				if err != nil {
@@ -245,6 +252,10 @@ func (r *Refs) startSegment(ctx context.Context, after int64) error {
 
 // write appends l's record.
 func (j *journalWriter) write(l logLine) error {
+	if !j.told && j.r.s.watch.watching() {
+		j.r.s.confirmed.own.midway(j.seg, l)
+		j.told, j.line = true, l
+	}
 	if _, err := j.f.Write(journalRecord(l)); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -260,14 +271,27 @@ func (j *journalWriter) sync() error {
 }
 
 // end closes the segment and releases the shared lock; the change's ref
-// has moved (or failed to). It wakes this process's watchers.
+// has moved (or failed to).
 func (j *journalWriter) end() {
 	if j == nil {
 		return
 	}
 	j.f.Close()
+	if j.told {
+		j.r.s.confirmed.own.end(j.seg, j.line, j.committed)
+	}
 	j.unlock()
-	j.r.s.watch.Broadcast()
+}
+
+// wake wakes this process's watchers after a change wrote its record
+// (nothing if j is nil: none was written). It is called once the ref's
+// lock is released, not under it: a watcher confirms the record under
+// that lock, and woken earlier it would block on the writer it was woken
+// by (BenchmarkEvents in serve: see bench/README.md section G).
+func (j *journalWriter) wake() {
+	if j != nil {
+		j.r.s.watch.Broadcast()
+	}
 }
 
 // jpos is a position in the journal: segment and byte offset (just after
@@ -441,8 +465,14 @@ func readFrom(path string, off, limit int64) (data []byte, eof bool, err error) 
 // ref's striped lock shared, so no change of it is midway; the records of
 // one ref are matched from its log's end backwards, so a reader that keeps
 // up reads only the log's last lines.
-func (r *Refs) confirm(ctx context.Context, recs []record) ([]bool, error) {
-	ok := make([]bool, len(recs))
+//
+// With wait unset it does not wait for a lock another holds (a writer
+// midway through the change of a record's ref): it settles the records
+// before the first such record and returns their number n, leaving the
+// rest (ok beyond n is meaningless). With wait set it settles them all
+// (n is len(recs)).
+func (r *Refs) confirm(ctx context.Context, recs []record, wait bool) (ok []bool, n int, err error) {
+	ok = make([]bool, len(recs))
 	byLower := map[string][]int{}
 	var order []string
 	for i, rc := range recs {
@@ -452,13 +482,19 @@ func (r *Refs) confirm(ctx context.Context, recs []record) ([]bool, error) {
 		}
 		byLower[lower] = append(byLower[lower], i)
 	}
+	// order is by first record, so the refs before a busy one hold every
+	// record before its first.
 	for _, lower := range order {
 		idx := byLower[lower]
-		if err := r.confirmRef(ctx, lower, recs, idx, ok); err != nil {
-			return nil, err
+		settled, err := r.confirmRef(ctx, lower, recs, idx, ok, wait)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !settled {
+			return ok, idx[0], nil
 		}
 	}
-	return ok, nil
+	return ok, len(recs), nil
 }
 
 // logKey is what ties a journal record to its log line. imp is set for
@@ -474,16 +510,29 @@ type logKey struct {
 
 func keyOf(l logLine) logKey { return logKey{l.Name, l.Old, l.New, l.Time, l.Message, l.Import} }
 
-func (r *Refs) confirmRef(ctx context.Context, lower string, recs []record, idx []int, ok []bool) error {
-	unlock, err := lockWait(ctx, r.stripePath(lower), lockSh)
+// confirmRef settles the records idx of ref lower in ok, reporting false
+// (and settling nothing) when wait is unset and another holds the ref's
+// lock.
+func (r *Refs) confirmRef(ctx context.Context, lower string, recs []record, idx []int, ok []bool, wait bool) (bool, error) {
+	var unlock func()
+	var err error
+	if wait {
+		unlock, err = lockWait(ctx, r.stripePath(lower), lockSh)
+	} else {
+		unlock, err = tryLock(r.stripePath(lower), lockSh)
+		if unlock == nil && err == nil {
+			return false, nil
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("disk: lock ref %s: %w", lower, err)
+		return false, fmt.Errorf("disk: lock ref %s: %w", lower, err)
 	}
 	defer unlock()
+	r.s.confirmed.locked.Add(int64(len(idx)))
 	cur, err := r.read(lower)
 	var bad *cas.BadRefError
 	if err != nil && !errors.As(err, &bad) {
-		return err
+		return false, err
 	}
 	// need counts the records of each key; found counts the committed
 	// lines met so far, newest first. Imported lines confirm only records
@@ -526,7 +575,7 @@ func (r *Refs) confirmRef(ctx context.Context, lower string, recs []record, idx 
 		return missing > 0
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// The last found[k] records of each key committed: a record of the
 	// same change written before a crash comes before its retry.
@@ -537,7 +586,7 @@ func (r *Refs) confirmRef(ctx context.Context, lower string, recs []record, idx 
 			ok[i] = true
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // scanLogBackwards calls f with the committed lines of the log at path,

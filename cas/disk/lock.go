@@ -125,6 +125,25 @@ func lockWait(ctx context.Context, path string, exclusive bool) (unlock func(), 
 	}
 }
 
+// tryLock takes flock(2) on path without waiting: a nil unlock and a nil
+// error when another holds a conflicting lock.
+func tryLock(path string, exclusive bool) (unlock func(), err error) {
+	l, err := atomicfile.OpenLock(path)
+	if err != nil {
+		return nil, err
+	}
+	switch err := l.TryLock(exclusive); err {
+	case nil:
+		return closer(l), nil
+	case atomicfile.ErrWouldBlock:
+		l.Close()
+		return nil, nil
+	default:
+		l.Close()
+		return nil, err
+	}
+}
+
 // closer returns an idempotent function that closes l, releasing its lock.
 func closer(l *atomicfile.LockFile) func() {
 	var once sync.Once

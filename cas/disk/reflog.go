@@ -496,7 +496,8 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	var jw *journalWriter
+	defer func() { unlock(); jw.wake() }() // the watchers wake once the lock is free
 
 	cur, err := r.read(lower)
 	if err != nil {
@@ -535,7 +536,7 @@ func (r *Refs) ImportLog(ctx context.Context, name string, entries []cas.LogEntr
 	if create {
 		// The creation is a change watchers see: its journal record,
 		// flushed before the log is rewritten and the ref created.
-		jw, err := r.beginJournal(ctx)
+		jw, err = r.beginJournal(ctx)
 		if err != nil {
 			return fmt.Errorf("disk: import ref %s: %w", name, err)
 		}

@@ -287,7 +287,8 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	var jw *journalWriter
+	defer func() { unlock(); jw.wake() }() // the watchers wake once the lock is free
 
 	cur, err := r.read(lower)
 	if err != nil {
@@ -309,7 +310,7 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	jw, err := r.beginJournal(ctx)
+	jw, err = r.beginJournal(ctx)
 	if err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
@@ -321,6 +322,7 @@ func (r *Refs) CompareAndSwap(ctx context.Context, name string, old, new cas.Has
 	if err := r.commit(lower, cur, line, act, jw); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
+	jw.committed = true
 	return nil
 }
 
@@ -421,7 +423,8 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	var jw *journalWriter
+	defer func() { unlock(); jw.wake() }() // the watchers wake once the lock is free
 
 	cur, err := r.read(lower)
 	var bad *cas.BadRefError
@@ -479,7 +482,7 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 		}
 	}
 	line := logLine{Old: old, New: new, Time: r.s.now().UnixMilli(), Message: message, Name: name}
-	jw, err := r.beginJournal(ctx)
+	jw, err = r.beginJournal(ctx)
 	if err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
@@ -494,6 +497,7 @@ func (r *Refs) Replace(ctx context.Context, name string, new cas.Hash, message s
 	if err := r.commit(lower, cur, line, act, jw); err != nil {
 		return fmt.Errorf("disk: ref %s: %w", name, err)
 	}
+	jw.committed = true
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
@@ -60,6 +61,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 		release := r.s.watch.acquire(r.s.dir)
 		defer release()
 		check, goneSaid := p != (jpos{}), false
+		waitNext := false // confirm waiting for a writer midway
 		woke := time.Now()
 		for {
 			if r.s.closed.Load() {
@@ -81,14 +83,24 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			}
 			check = false
 			var mine []record
+			var before []jpos // before[i]: the position just before mine[i]
+			last := p
 			for _, rc := range recs {
 				if strings.HasPrefix(rc.line.Name, prefix) {
 					mine = append(mine, rc)
+					before = append(before, last)
 				}
+				last = rc.end
 			}
+			// The records are confirmed without waiting for a writer
+			// midway (its record is in the journal, its ref's lock held):
+			// those before its record are delivered at once, and the next
+			// round waits for it. A writer of this Store wakes the watchers
+			// once its lock is free, so the wait is short or none.
 			var ok []bool
+			settled, busy := len(mine), false
 			if len(mine) > 0 {
-				if ok, err = r.s.confirmed.confirm(ctx, r, mine); err != nil {
+				if ok, settled, busy, err = r.s.confirmed.confirm(ctx, r, mine, waitNext); err != nil {
 					if ctx.Err() != nil {
 						yield(cas.Event{}, ctx.Err())
 						return
@@ -100,6 +112,10 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 					}
 					continue
 				}
+			}
+			waitNext = settled < len(mine) && !busy
+			if settled < len(mine) {
+				next, mine = before[settled], mine[:settled]
 			}
 			if !gone {
 				var cutoff int64 = -1
@@ -134,7 +150,7 @@ func (r *Refs) Watch(ctx context.Context, prefix string, after cas.Cursor) iter.
 			}
 			moved := next != p
 			p = next
-			if moved {
+			if moved || waitNext {
 				continue
 			}
 			select {
@@ -167,6 +183,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 type notifier struct {
 	wake.Signal // the wake-ups (Wait, Broadcast)
 
+	active atomic.Int32 // users, read without mu
+
 	mu    sync.Mutex
 	users int
 	stop  func()
@@ -185,12 +203,16 @@ func (n *notifier) pollInterval() time.Duration {
 	return 250 * time.Millisecond
 }
 
+// watching reports whether any watcher runs.
+func (n *notifier) watching() bool { return n.active.Load() > 0 }
+
 // acquire registers a watcher, starting file notification for the first;
 // release unregisters it, stopping notification after the last.
 func (n *notifier) acquire(dir string) (release func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.users++
+	n.active.Store(int32(n.users))
 	if n.users == 1 {
 		stop, err := dirnotify.Start(dir, journalDir, n.Broadcast)
 		if err == nil {
@@ -202,6 +224,7 @@ func (n *notifier) acquire(dir string) (release func()) {
 		once.Do(func() {
 			n.mu.Lock()
 			n.users--
+			n.active.Store(int32(n.users))
 			var stop func()
 			if n.users == 0 && n.stop != nil {
 				stop, n.stop, n.fast = n.stop, nil, false
@@ -219,45 +242,149 @@ func (n *notifier) acquire(dir string) (release func()) {
 // ref's lock, after its writer finished), so each record is confirmed once
 // per process however many watchers read it. Confirmations run one at a
 // time; a watcher that waits for another's finds its records known.
+//
+// The records this Store wrote need no confirmation: their writers tell
+// own how their change ended, and a watcher that meets one still midway
+// waits for the writer's wake-up rather than for its lock. Only the
+// records of other processes (and of changes that failed here, which may
+// have moved their ref all the same) are confirmed under their ref's lock.
 type confirmedCache struct {
-	mu   sync.Mutex
-	done map[jpos]bool
+	mu     sync.Mutex
+	done   map[jpos]bool
+	own    ownRecords
+	locked atomic.Int64 // records confirmed under their ref's lock (counted for tests)
 }
 
 // confirmedCacheSize bounds the cache; past it the cache starts afresh.
 const confirmedCacheSize = 1 << 16
 
-// confirm is [Refs.confirm] through the cache.
-func (c *confirmedCache) confirm(ctx context.Context, r *Refs, recs []record) ([]bool, error) {
+// ownKey is a record this Store wrote: its segment and its line. Two
+// records of one key in one segment are two changes of one ref (from one
+// value to another in the same millisecond with the same message), made
+// one after the other under its lock, so they are counted, not told apart.
+type ownKey struct {
+	seg int64
+	key logKey
+}
+
+// ownRecords holds the records this Store's writers are writing (midway)
+// and those they committed that no watcher settled yet. It is written only
+// while a watcher runs, and bounded: past ownRecordsSize it starts afresh,
+// and the records it forgot are confirmed under their lock like another
+// process's.
+type ownRecords struct {
+	mu        sync.Mutex
+	midways   map[ownKey]int
+	committed map[ownKey]int
+}
+
+const ownRecordsSize = 1 << 12
+
+// midway notes that a change of this Store is writing l's record to
+// segment seg.
+func (o *ownRecords) midway(seg int64, l logLine) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.midways == nil || len(o.midways) >= ownRecordsSize {
+		o.midways = map[ownKey]int{}
+	}
+	o.midways[ownKey{seg, keyOf(l)}]++
+}
+
+// end notes that the change ended, with its ref moved if committed; called
+// under the ref's lock, before the watchers are woken.
+func (o *ownRecords) end(seg int64, l logLine, committed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := ownKey{seg, keyOf(l)}
+	if o.midways[k] <= 1 {
+		delete(o.midways, k)
+	} else {
+		o.midways[k]--
+	}
+	if !committed {
+		return
+	}
+	if o.committed == nil || len(o.committed) >= ownRecordsSize {
+		o.committed = map[ownKey]int{}
+	}
+	o.committed[k]++
+}
+
+// settle reports whether rc is one of this Store's committed records
+// (taking it from committed: it is now in the confirmed cache) and whether
+// its writer is still midway.
+func (o *ownRecords) settle(rc record) (committed, midway bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := ownKey{rc.end.seg, keyOf(rc.line)}
+	if n := o.committed[k]; n > 0 {
+		if n == 1 {
+			delete(o.committed, k)
+		} else {
+			o.committed[k] = n - 1
+		}
+		return true, false
+	}
+	return false, o.midways[k] > 0
+}
+
+// confirm is [Refs.confirm] through the cache and this Store's own
+// records: ok for recs, of which the first n are settled. When a change
+// of this Store is midway at recs[n], busy is set: its writer wakes the
+// watchers once it is done. Otherwise, with wait unset, the records from
+// n on wait for another process's writer (see [Refs.confirm]).
+func (c *confirmedCache) confirm(ctx context.Context, r *Refs, recs []record, wait bool) (ok []bool, n int, busy bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ok := make([]bool, len(recs))
+	ok = make([]bool, len(recs))
 	var unknown []record
 	var at []int
+	settled := map[jpos]bool{}
+	end := len(recs)
 	for i, rc := range recs {
 		v, known := c.done[rc.end]
 		if known {
 			ok[i] = v
 			continue
 		}
+		mine, midway := c.own.settle(rc)
+		if mine {
+			ok[i], settled[rc.end] = true, true
+			continue
+		}
+		if midway {
+			end, busy = i, true
+			break
+		}
 		unknown = append(unknown, rc)
 		at = append(at, i)
 	}
-	if len(unknown) == 0 {
-		return ok, nil
+	if len(unknown) > 0 {
+		var m int
+		var got []bool
+		got, m, err = r.confirm(ctx, unknown, wait)
+		if err != nil {
+			m, end = 0, 0 // what own settled is kept below; the rest is retried
+		}
+		for k := range at[:m] {
+			ok[at[k]] = got[k]
+			settled[unknown[k].end] = got[k]
+		}
+		if m < len(unknown) {
+			end, busy = at[m], false
+		}
 	}
-	got, err := r.confirm(ctx, unknown)
+	if c.done == nil || len(c.done)+len(settled) > confirmedCacheSize {
+		c.done = make(map[jpos]bool, len(settled))
+	}
+	for pos, v := range settled {
+		c.done[pos] = v
+	}
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
-	if c.done == nil || len(c.done)+len(got) > confirmedCacheSize {
-		c.done = make(map[jpos]bool, len(got))
-	}
-	for k, i := range at {
-		ok[i] = got[k]
-		c.done[unknown[k].end] = got[k]
-	}
-	return ok, nil
+	return ok, end, busy, nil
 }
 
 // sharedReads lets a Store's watchers share their reads of the journal:

@@ -352,3 +352,88 @@ func TestJournalRotationContention(t *testing.T) {
 		t.Fatalf("the watch saw %d events and %v, want %d and no error", len(evs), errs, writers*changes)
 	}
 }
+
+// TestWatchOwnRecordsUnlocked: a watcher settles the changes of its own
+// Store from what their writers told it, without taking their ref's lock
+// (a writer woke it while holding that lock, so the watcher blocked on the
+// writer it was woken by); another Store's changes of the same folder (as
+// another process's) are still confirmed under the lock. Either way each
+// change is delivered once, in order.
+func TestWatchOwnRecordsUnlocked(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		other      bool // the writer is a second Store of the folder
+		wantLocked bool
+	}{
+		{"same store", false, false},
+		{"another store", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, nil)
+			w := s
+			if tc.other {
+				var err error
+				if w, err = disk.Open(s.Dir(), nil); err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+			}
+			head, err := s.Refs().WatchHead(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The watch runs (it has delivered "ready") before the changes
+			// counted; so a writer of its Store tells it of each.
+			const n = 12
+			got := make(chan []cas.Event, 1)
+			ready := make(chan struct{})
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), castest.WatchWakeBound)
+				defer cancel()
+				var evs []cas.Event
+				for e, err := range s.Refs().Watch(ctx, "", head) {
+					if err != nil {
+						break
+					}
+					if e.Ref == "ready" {
+						close(ready)
+						continue
+					}
+					evs = append(evs, e)
+					if len(evs) == n {
+						break
+					}
+				}
+				got <- evs
+			}()
+			mustCAS(t, w.Refs(), "ready", 0, hashOf("ready"), "ready")
+			select {
+			case <-ready:
+			case <-time.After(castest.WatchWakeBound):
+				t.Fatal("the watch did not deliver the first change")
+			}
+			before := disk.ConfirmedUnderLock(s)
+			// Two refs moved alternately, each from the value before.
+			prev := map[string]cas.Hash{}
+			var want []string
+			for i := range n {
+				name := fmt.Sprintf("r%d", i%2)
+				next := hashOf(fmt.Sprint("v", i))
+				mustCAS(t, w.Refs(), name, prev[name], next, fmt.Sprint("m", i))
+				prev[name] = next
+				want = append(want, fmt.Sprint("m", i))
+			}
+			evs := <-got
+			if g := strings.Join(messages(evs), " "); g != strings.Join(want, " ") {
+				t.Fatalf("events %q, want %q", g, strings.Join(want, " "))
+			}
+			locked := disk.ConfirmedUnderLock(s) - before
+			if tc.wantLocked && locked == 0 {
+				t.Errorf("no record of another Store confirmed under its lock")
+			}
+			if !tc.wantLocked && locked != 0 {
+				t.Errorf("%d of the Store's own records confirmed under their lock, want 0", locked)
+			}
+		})
+	}
+}

@@ -68,11 +68,12 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 
 // testOnly lists what one package's tests may import besides testAlso:
 // the viewer's tests drive a real headless Chromium; serve's tests make
-// thread IDs of their own (fixed, for golden files); uwf's tests draw
+// thread IDs of their own (fixed, for golden files, and in the viewer's,
+// so what the synth agent makes up is the same each run); uwf's tests draw
 // progress bars on a pseudo-terminal.
 var testOnly = map[string][]string{
 	"cmd/uwf":   {"github.com/creack/pty"}, // uwf init's questions and the progress bars on a real pseudo-terminal
-	"serve/web": {"github.com/chromedp/chromedp"},
+	"serve/web": {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 }
 

@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/examples"
 	"github.com/uncaged/uwf/registry"
@@ -44,6 +47,7 @@ type env struct {
 	evil    string // a thread whose every text is hostile
 	evilWF  cas.Hash
 	clockMs atomic.Int64
+	ids     atomic.Uint64 // the thread IDs made so far (see newID)
 }
 
 func newEnv(t testing.TB) *env {
@@ -71,7 +75,17 @@ func newEnv(t testing.TB) *env {
 // engine returns a new engine over the same store: another handle, as
 // another process would have.
 func (e *env) engine() *thread.Engine {
-	return thread.New(e.repo, nil)
+	return thread.New(e.repo, &thread.Options{NewID: e.newID})
+}
+
+// newID makes the env's thread IDs: fixed, so what the synth agent makes
+// up (it depends on the thread's ID) is the same in every run, and a
+// fork's outputs differ from its origin's in every run or in none.
+func (e *env) newID() ulid.ULID {
+	n := e.ids.Add(1)
+	var entropy [10]byte
+	binary.BigEndian.PutUint64(entropy[2:], n)
+	return ulid.MustNew(uint64(time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC).UnixMilli()), bytes.NewReader(entropy[:]))
 }
 
 func (e *env) putWorkflow(file string, data []byte) cas.Hash {

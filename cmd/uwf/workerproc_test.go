@@ -444,9 +444,24 @@ func TestWorkerCampaign(t *testing.T) {
 				n, kills = 200, 40
 			}
 			ids := f.queue(n)
+			// The takeover cap (a poison pill's: uwf worker --max-takeovers,
+			// default 10) must stay out of the kills' reach. A killed
+			// worker's threads wait out their lease (4 s) before another
+			// takes them over, so one thread is taken over at most 1 +
+			// span/lease times, the span being at most 1 s a kill: 3 times
+			// for the CI's 8 kills, 11 in the (never seen) worst case of
+			// the full 40, where the workers get a cap above it.
+			args := []string{"--concurrency", "4"}
+			lease, err := time.ParseDuration(f.lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if worst := 1 + int(time.Duration(kills)*time.Second/lease); worst > thread.DefaultMaxTakeovers {
+				args = append(args, "--max-takeovers", strconv.Itoa(worst))
+			}
 			live := []*wproc{}
 			for i := range 4 {
-				live = append(live, f.start(fmt.Sprintf("w%d.0", i), "--concurrency", "4"))
+				live = append(live, f.start(fmt.Sprintf("w%d.0", i), args...))
 			}
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 15))
 			gen := map[int]int{}
@@ -459,7 +474,7 @@ func TestWorkerCampaign(t *testing.T) {
 				f.stopped[live[i].id] = "killed"
 				f.mu.Unlock()
 				gen[i]++
-				live[i] = f.start(fmt.Sprintf("w%d.%d", i, gen[i]), "--concurrency", "4")
+				live[i] = f.start(fmt.Sprintf("w%d.%d", i, gen[i]), args...)
 			}
 			f.waitDone(ids, 50*time.Second)
 			for _, p := range live {

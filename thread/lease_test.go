@@ -485,7 +485,7 @@ func waitLost(t *testing.T, l *thread.Lease) {
 // reset.
 func testTakeoverLimitFails(t *testing.T, te *tenv) {
 	id := te.start()
-	if _, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{}); err != nil {
+	if _, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{Agent: "synth"}); err != nil {
 		t.Fatal(err)
 	}
 	opts := &thread.LeaseOptions{Length: 150 * time.Millisecond, MaxTakeovers: 2}
@@ -528,7 +528,7 @@ func testTakeoverLimitFails(t *testing.T, te *tenv) {
 	}
 	// Queued again: the count starts afresh, and the takeovers with it.
 	q, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{})
-	if err != nil || q.State != thread.RunQueued || q.Attempt != 0 || q.Failures != 0 || q.Error != "" {
+	if err != nil || q.State != thread.RunQueued || q.Attempt != 0 || q.Failures != 0 || q.Error != "" || q.Agent != "synth" {
 		t.Fatalf("re-queued = %+v, %v", q, err)
 	}
 	for i, w := range []string{"w6", "w7", "w8"} {

@@ -183,7 +183,8 @@ var ErrNotQueued = fmt.Errorf("%w: the thread is not queued", cas.ErrNotFound)
 // takes that agent, and forgets why a worker did not claim it (logged
 // "requeue with agent <a>"); a failed run is queued again with its failure
 // and attempt counts reset, so the takeover cap ([LeaseOptions.MaxTakeovers])
-// counts afresh (logged "requeue"); a running one whose lease expired is
+// counts afresh, and its agent kept unless opts.Agent names one (logged
+// "requeue"); a running one whose lease expired is
 // queued again with its counts kept; a running one fails with a
 // *[LeaseHeldError].
 func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*Run, error) {
@@ -240,6 +241,9 @@ func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*
 			}
 			if cur.State != RunFailed {
 				run.Attempt, run.Failures = cur.Attempt, cur.Failures
+			}
+			if run.Agent == "" {
+				run.Agent = cur.Agent // queued again as it was asked, unless told otherwise
 			}
 			old, msg = cur.Hash, "requeue"
 		}

@@ -18,7 +18,10 @@
 // threads across all workers.
 //
 // A step that fails is retried with exponential backoff up to
-// [Options.Retries] times, then the run is failed and leaves the queue.
+// [Options.Retries] times, then the run is failed and leaves the queue;
+// so is a run taken over more than [Options.MaxTakeovers] times (each
+// worker running it died or froze: a poison pill). A thread's failure is
+// logged in the user's words (internal/usermsg), the raw text at debug.
 // Cancelling [Worker.Run]'s context drains: no new claims, running steps
 // finish up to [Options.Drain], then whatever is still running is ended
 // and handed back to the queue. A give-back waits for the store a lease

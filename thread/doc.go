@@ -77,7 +77,9 @@
 //     by the STORE's clock; [Engine.Acquire] also creates the run record
 //     when the thread has none (it needs no queue). Each is one
 //     compare-and-swap of runs/<thread>; a lease still held by another
-//     fails with a *[LeaseHeldError].
+//     fails with a *[LeaseHeldError]. A run taken over more than
+//     [LeaseOptions.MaxTakeovers] times (a poison pill) is failed by the
+//     claim instead ([ErrTakeoverLimit]).
 //  2. Keep it: [Lease.Keep] renews it in the background every third of its
 //     length and returns a context that is cancelled, with cause a
 //     *[LeaseLostError], when the lease is lost: another holder took it, a

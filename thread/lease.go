@@ -14,7 +14,16 @@ import (
 // Lease defaults.
 const (
 	DefaultLeaseLength = 30 * time.Second
+	// DefaultMaxTakeovers is how many times a run may be taken over
+	// before a claim fails it (see [LeaseOptions.MaxTakeovers]).
+	DefaultMaxTakeovers = 10
 )
+
+// ErrTakeoverLimit is wrapped by the error of a claim that failed a run
+// taken over more than [LeaseOptions.MaxTakeovers] times (a poison pill:
+// its agent kills or freezes every worker that runs it). It wraps
+// [ErrRunFailed].
+var ErrTakeoverLimit = fmt.Errorf("%w: taken over too many times", ErrRunFailed)
 
 // ErrLeaseLost is wrapped by every *[LeaseLostError].
 var ErrLeaseLost = errors.New("lease lost")
@@ -49,6 +58,15 @@ type LeaseOptions struct {
 	Margin time.Duration
 	// Build names the holder's build (a version), for the commit messages.
 	Build string
+	// MaxTakeovers caps the takeovers of a run: a claim that would take
+	// over a run whose lease already ran out more than this many times
+	// since it was queued (its attempt less its recorded failures: the
+	// claims that ended without one, which also counts a draining
+	// worker's hand-offs) fails the run instead, with an error saying how
+	// many times it was taken over; `uwf thread queue` queues it again
+	// with the count reset. 0 means [DefaultMaxTakeovers], negative no
+	// cap.
+	MaxTakeovers int
 	// Agent, for [Engine.Acquire] creating a record, is the agent asked
 	// for ([EnqueueOptions.Agent]).
 	Agent string
@@ -68,6 +86,9 @@ func (o *LeaseOptions) withDefaults() LeaseOptions {
 	}
 	if v.Margin <= 0 || v.Margin >= v.Length {
 		v.Margin = v.Length / 6
+	}
+	if v.MaxTakeovers == 0 {
+		v.MaxTakeovers = DefaultMaxTakeovers
 	}
 	return v
 }
@@ -168,7 +189,10 @@ func (l *Lease) markLost(why string) {
 // clock (a takeover), each with one compare-and-swap of runs/<id> to a
 // running record (attempt + 1, expiry = the store's now + the length),
 // logged "claim by <worker> attempt <n>" (or "takeover by <worker> attempt
-// <n> from <old worker>"). A lease still held fails with a
+// <n> from <old worker>"). A takeover past [LeaseOptions.MaxTakeovers]
+// instead moves the record to failed (logged "fail by <worker>: taken over
+// <n> times") and returns an error wrapping [ErrTakeoverLimit]. A lease
+// still held fails with a
 // *[LeaseHeldError], a retrying run still in its backoff with an error
 // wrapping [cas.ErrConflict], a failed run with one wrapping
 // [ErrRunFailed], no record with one wrapping [ErrNotQueued], and a record
@@ -235,6 +259,9 @@ func (e *Engine) claim(ctx context.Context, id, worker string, o *LeaseOptions, 
 		if now < cur.Expiry {
 			return nil, &LeaseHeldError{Thread: id, Worker: cur.Worker, Expiry: cur.ExpiryTime()}
 		}
+		if n := cur.Attempt - cur.Failures; opts.MaxTakeovers > 0 && n > opts.MaxTakeovers {
+			return nil, e.failTakenOver(ctx, cur, worker, n, opts.MaxTakeovers, now)
+		}
 		next, msg = *cur, "takeover by "+worker
 	case cur.State == RunFailed:
 		return nil, fmt.Errorf("claim thread %s: %w (%s): queue it again first", id, ErrRunFailed, cur.Error)
@@ -261,6 +288,20 @@ func (e *Engine) claim(ctx context.Context, id, worker string, o *LeaseOptions, 
 	l := &Lease{e: e, id: id, worker: worker, opts: opts, run: &next,
 		valid: t0.Add(opts.Length - opts.Margin), lost: make(chan struct{})}
 	return l, nil
+}
+
+// failTakenOver moves cur, a running record whose lease ran out for the
+// n-th time, to failed: more than max takeovers.
+func (e *Engine) failTakenOver(ctx context.Context, cur *Run, worker string, n, max int, now int64) error {
+	next := *cur
+	next.Hash, next.State, next.Worker, next.Expiry, next.WhyNotClaimed, next.At = 0, RunFailed, "", 0, "", now
+	next.Error = fmt.Sprintf("taken over %d times (more than the limit of %d): every worker that ran it died, froze "+
+		"or lost the store before its lease ended (does its agent kill or hang its worker?); "+
+		"uwf thread queue %s queues it again", n, max, cur.Thread)
+	if _, err := e.swapRun(ctx, cur.Thread, cur.Hash, &next, fmt.Sprintf("fail by %s: taken over %d times", worker, n)); err != nil {
+		return fmt.Errorf("claim thread %s: %w", cur.Thread, err)
+	}
+	return fmt.Errorf("claim thread %s: %w: %s", cur.Thread, ErrTakeoverLimit, next.Error)
 }
 
 // Renew extends the lease to the store's now plus its length: one

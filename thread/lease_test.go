@@ -29,6 +29,7 @@ func TestLeases(t *testing.T) {
 		{"KillDropsTheLease", testKillDropsTheLease},
 		{"FenceRefusesLateCommit", testFenceRefusesLateCommit},
 		{"RetryThenFail", testRetryThenFail},
+		{"TakeoverLimitFails", testTakeoverLimitFails},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"NeverQueuedStaysVersion1", testNeverQueuedStaysVersion1},
 		{"NotClaimed", testNotClaimed},
@@ -324,7 +325,7 @@ func testRetryThenFail(t *testing.T, te *tenv) {
 		t.Errorf("Claim of a failed run = %v, want ErrRunFailed", err)
 	}
 	q, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{})
-	if err != nil || q.State != thread.RunQueued || q.Failures != 0 || q.Attempt != 2 {
+	if err != nil || q.State != thread.RunQueued || q.Failures != 0 || q.Attempt != 0 {
 		t.Errorf("re-queued = %+v, %v", q, err)
 	}
 	log := te.runLog(id)
@@ -475,5 +476,69 @@ func waitLost(t *testing.T, l *thread.Lease) {
 	case <-l.Lost():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lease was not seen lost within 10 s")
+	}
+}
+
+// testTakeoverLimitFails: a run whose every holder dies (a poison pill)
+// is taken over up to MaxTakeovers times; the claim after that fails the
+// run, visibly and for good, until it is queued again with its counts
+// reset.
+func testTakeoverLimitFails(t *testing.T, te *tenv) {
+	id := te.start()
+	if _, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{Agent: "synth"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := &thread.LeaseOptions{Length: 150 * time.Millisecond, MaxTakeovers: 2}
+	// claim waits for the last lease to expire by the store's clock, then
+	// claims as worker w.
+	claim := func(w string) (*thread.Lease, error) {
+		t.Helper()
+		for {
+			l, err := te.e.Claim(te.ctx, id, w, opts)
+			var held *thread.LeaseHeldError
+			if !errors.As(err, &held) {
+				return l, err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for i, w := range []string{"w1", "w2", "w3"} { // a claim, then 2 takeovers: each holder "dies"
+		l, err := claim(w)
+		if err != nil {
+			t.Fatalf("claim %d by %s: %v", i+1, w, err)
+		}
+		if l.Attempt() != i+1 {
+			t.Fatalf("claim %d by %s: attempt %d", i+1, w, l.Attempt())
+		}
+	}
+	_, err := claim("w4")
+	if !errors.Is(err, thread.ErrTakeoverLimit) || !errors.Is(err, thread.ErrRunFailed) || !strings.Contains(err.Error(), "taken over 3 times") {
+		t.Fatalf("third takeover = %v, want ErrTakeoverLimit saying taken over 3 times", err)
+	}
+	r := te.runOf(id)
+	if r.State != thread.RunFailed || r.Worker != "" || r.Expiry != 0 || r.Attempt != 3 ||
+		!strings.Contains(r.Error, "taken over 3 times") || !strings.Contains(r.Error, "uwf thread queue "+id) {
+		t.Errorf("run after the limit = %+v", r)
+	}
+	if got := te.runLog(id); got[len(got)-1].Message != "fail by w4: taken over 3 times" {
+		t.Errorf("fail logged %q", got[len(got)-1].Message)
+	}
+	if _, err := te.e.Claim(te.ctx, id, "w5", opts); !errors.Is(err, thread.ErrRunFailed) {
+		t.Errorf("claim of the failed run = %v, want ErrRunFailed", err)
+	}
+	// Queued again: the count starts afresh, and the takeovers with it.
+	q, err := te.e.Enqueue(te.ctx, id, thread.EnqueueOptions{})
+	if err != nil || q.State != thread.RunQueued || q.Attempt != 0 || q.Failures != 0 || q.Error != "" || q.Agent != "synth" {
+		t.Fatalf("re-queued = %+v, %v", q, err)
+	}
+	for i, w := range []string{"w6", "w7", "w8"} {
+		if l, err := claim(w); err != nil || l.Attempt() != i+1 {
+			t.Fatalf("claim %d after re-queueing: %v", i+1, err)
+		}
+	}
+	// A negative cap never fails the run.
+	opts.MaxTakeovers = -1
+	if l, err := claim("w9"); err != nil || l.Attempt() != 4 {
+		t.Fatalf("takeover with no cap: %v", err)
 	}
 }

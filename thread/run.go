@@ -182,7 +182,10 @@ var ErrNotQueued = fmt.Errorf("%w: the thread is not queued", cas.ErrNotFound)
 // opts.Agent names another agent than the record's: then the record
 // takes that agent, and forgets why a worker did not claim it (logged
 // "requeue with agent <a>"); a failed run is queued again with its failure
-// count reset (logged "requeue"); a running one fails with a
+// and attempt counts reset, so the takeover cap ([LeaseOptions.MaxTakeovers])
+// counts afresh, and its agent kept unless opts.Agent names one (logged
+// "requeue"); a running one whose lease expired is
+// queued again with its counts kept; a running one fails with a
 // *[LeaseHeldError].
 func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*Run, error) {
 	id, err := ParseID(id)
@@ -236,7 +239,12 @@ func (e *Engine) Enqueue(ctx context.Context, id string, opts EnqueueOptions) (*
 					return nil, &LeaseHeldError{Thread: id, Worker: cur.Worker, Expiry: cur.ExpiryTime()}
 				}
 			}
-			run.Attempt = cur.Attempt
+			if cur.State != RunFailed {
+				run.Attempt, run.Failures = cur.Attempt, cur.Failures
+			}
+			if run.Agent == "" {
+				run.Agent = cur.Agent // queued again as it was asked, unless told otherwise
+			}
 			old, msg = cur.Hash, "requeue"
 		}
 		h, err := e.swapRun(ctx, id, old, run, msg)

@@ -18,7 +18,10 @@
 // threads across all workers.
 //
 // A step that fails is retried with exponential backoff up to
-// [Options.Retries] times, then the run is failed and leaves the queue.
+// [Options.Retries] times, then the run is failed and leaves the queue;
+// so is a run taken over more than [Options.MaxTakeovers] times (each
+// worker running it died or froze: a poison pill). A thread's failure is
+// logged in the user's words (internal/usermsg), the raw text at debug.
 // Cancelling [Worker.Run]'s context drains: no new claims, running steps
 // finish up to [Options.Drain], then whatever is still running is ended
 // and handed back to the queue. A give-back waits for the store a lease
@@ -41,6 +44,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/usermsg"
 	"github.com/uncaged/uwf/thread"
 )
 
@@ -51,6 +55,12 @@ const (
 	MaxBackoff     = 5 * time.Minute
 	DefaultDrain   = 30 * time.Second
 )
+
+// WhyAgents begins the reason a worker records on a run it leaves because
+// it cannot build the agents its thread needs ([thread.Run.WhyNotClaimed]
+// reads "worker <id>: cannot run its agents: <why>"); `uwf thread show`
+// suggests queueing the thread again with another agent.
+const WhyAgents = "cannot run its agents: "
 
 // Options configure a [Worker].
 type Options struct {
@@ -69,6 +79,11 @@ type Options struct {
 	// Retries is how many times a failed step is retried before the run
 	// fails; 0 means [DefaultRetries], negative none.
 	Retries int
+	// MaxTakeovers is how many times a run may be taken over (its lease
+	// ran out: the worker running it died or froze) before a claim fails
+	// it instead ([thread.LeaseOptions.MaxTakeovers]); 0 means
+	// [thread.DefaultMaxTakeovers], negative no cap.
+	MaxTakeovers int
 	// Backoff is the first retry's delay, doubled at each failure up to
 	// [MaxBackoff]; 0 means [DefaultBackoff].
 	Backoff time.Duration
@@ -352,7 +367,7 @@ func (w *Worker) claimSome(ctx, hard context.Context, jobs *sync.WaitGroup) {
 			if wrote, err := w.eng.NotClaimed(ctx, r, w.opts.ID, why); err != nil {
 				w.log.Warn("record why a thread was not claimed", "thread", r.Thread, "err", err)
 			} else if wrote {
-				w.log.Info("not claimed", "thread", r.Thread, "why", why)
+				w.log.Info("not claimed", "thread", r.Thread, "why", usermsg.Message(why))
 			}
 			continue
 		}
@@ -406,7 +421,7 @@ func (w *Worker) cannotRun(ctx context.Context, r *thread.Run) string {
 		if ctx.Err() != nil {
 			return ""
 		}
-		why = "cannot run its agents: " + opts.Mask(err.Error())
+		why = WhyAgents + opts.Mask(err.Error())
 	}
 	w.mu.Lock()
 	w.checked[key] = why
@@ -445,15 +460,20 @@ func (w *Worker) tryClaim(ctx, hard context.Context, jobs *sync.WaitGroup, r *th
 		}
 		return
 	}
-	l, err := w.eng.Claim(ctx, r.Thread, w.opts.ID, &thread.LeaseOptions{Length: w.opts.Lease, Build: w.opts.Build, Logger: w.log})
+	l, err := w.eng.Claim(ctx, r.Thread, w.opts.ID, &thread.LeaseOptions{Length: w.opts.Lease, Build: w.opts.Build,
+		MaxTakeovers: w.opts.MaxTakeovers, Logger: w.log})
 	if err != nil {
 		if slot != nil {
 			if gerr := w.eng.GiveHold(context.WithoutCancel(ctx), slot); gerr != nil {
 				w.log.Warn("give back a slot", "workflow", r.Workflow, "err", gerr)
 			}
 		}
-		if !errors.Is(err, cas.ErrConflict) && !errors.Is(err, cas.ErrNotFound) && !errors.Is(err, thread.ErrRunFailed) {
-			w.log.Warn("claim", "thread", r.Thread, "err", err)
+		switch {
+		case errors.Is(err, thread.ErrTakeoverLimit):
+			logFailure(w.log.With("thread", r.Thread), slog.LevelError, "run failed: taken over too many times", err,
+				"workflow", r.Workflow, "attempt", r.Attempt)
+		case !errors.Is(err, cas.ErrConflict) && !errors.Is(err, cas.ErrNotFound) && !errors.Is(err, thread.ErrRunFailed):
+			logFailure(w.log.With("thread", r.Thread), slog.LevelWarn, "claim", err)
 		}
 		return
 	}
@@ -516,7 +536,7 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease, slot *thr
 			if lost == nil {
 				lost = context.Cause(lctx)
 			}
-			log.Warn("lease lost: the agent was ended and nothing more is committed", "why", lost)
+			logFailure(log, slog.LevelWarn, "lease lost: the agent was ended and nothing more is committed", lost)
 			return
 		}
 		var ce *thread.ConflictError
@@ -533,7 +553,7 @@ func (w *Worker) runThread(ctx, hard context.Context, l *thread.Lease, slot *thr
 			return
 		case errors.Is(err, thread.ErrNotActive):
 			stop()
-			log.Info("thread not active", "err", err)
+			logFailure(log, slog.LevelInfo, "thread not active", err)
 			w.release(bg, l, log, "not active")
 			return
 		case errors.As(err, &ce):
@@ -600,7 +620,7 @@ func (w *Worker) failed(g giveBack, l *thread.Lease, log *slog.Logger, cause err
 			log.Warn("fail the run", "err", err)
 			return
 		}
-		log.Error("run failed: out of retries", "failures", failures, "err", cause)
+		logFailure(log, slog.LevelError, "run failed: out of retries", cause, "failures", failures)
 		return
 	}
 	delay := w.opts.Backoff << (failures - 1)
@@ -611,5 +631,19 @@ func (w *Worker) failed(g giveBack, l *thread.Lease, log *slog.Logger, cause err
 		log.Warn("schedule a retry", "err", err)
 		return
 	}
-	log.Warn("step failed: will retry", "failure", failures, "of", retries+1, "backoff", delay, "err", cause)
+	logFailure(log, slog.LevelWarn, "step failed: will retry", cause, "failure", failures, "of", retries+1, "backoff", delay)
+}
+
+// logFailure logs msg at level with attrs and cause, a thread's failure,
+// in the user's words ("err": what `uwf thread show` says, without the
+// library's internal words such as "moderator:" or "cas: not found");
+// when those differ from the raw text, a debug line "raw error" carries
+// the raw one for whoever debugs uwf itself.
+func logFailure(log *slog.Logger, level slog.Level, msg string, cause error, attrs ...any) {
+	raw := cause.Error()
+	plain := usermsg.Message(raw)
+	log.Log(context.Background(), level, msg, append(attrs, "err", plain)...)
+	if plain != raw {
+		log.Debug("raw error", "of", msg, "err", raw)
+	}
 }

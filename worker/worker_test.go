@@ -1,13 +1,16 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -613,4 +616,68 @@ func TestDrainWithAHungStore(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the draining worker waited on a store that does not answer for 20 s")
 	}
+}
+
+// TestLogsSayFailuresInTheUsersWords: a thread's failure in the worker's
+// log reads as `uwf thread show` says it, without the library's internal
+// words ("extract:", "moderator:", "cas: not found"); the raw text is
+// on a debug line of its own.
+func TestLogsSayFailuresInTheUsersWords(t *testing.T) {
+	f := newFixture(t, backendsOf(t)["memory"](t))
+	script := filepath.Join(t.TempDir(), "chatty.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho 'no frontmatter here'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("config.yaml", []byte("agents:\n  chatty: {command: "+script+"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := f.queueOf(f.solo, 1, t.TempDir(), "chatty")
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	startWorker(t, f.eng, worker.Options{ID: "w1", Retries: -1, Lease: 10 * time.Second,
+		Run: thread.RunOptions{Config: cfg}, Logger: log})
+	f.waitFor("the run failed", 30*time.Second, func() bool {
+		_, r := f.status(ids[0])
+		return r != nil && r.State == thread.RunFailed
+	})
+	f.waitFor("the failure logged", 10*time.Second, func() bool { return strings.Contains(buf.String(), "out of retries") })
+	var failure, raw string
+	for line := range strings.SplitSeq(buf.String(), "\n") {
+		switch {
+		case strings.Contains(line, `msg="run failed: out of retries"`):
+			failure = line
+		case strings.Contains(line, `msg="raw error"`) && strings.Contains(line, "out of retries"):
+			raw = line
+		}
+	}
+	if failure == "" || !strings.Contains(failure, "level=ERROR") || !strings.Contains(failure, "thread="+ids[0]) {
+		t.Fatalf("no failure line for thread %s in the log:\n%s", ids[0], buf.String())
+	}
+	for _, word := range []string{"extract:", "moderator:", "cas:", "agent:"} {
+		if strings.Contains(failure, word) {
+			t.Errorf("the failure line names the internal word %q:\n%s", word, failure)
+		}
+	}
+	if raw == "" || !strings.Contains(raw, "level=DEBUG") || !strings.Contains(raw, "extract:") {
+		t.Errorf("no debug line with the raw error:\n%s", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the worker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/uncaged/uwf/moderator"
 	"github.com/uncaged/uwf/registry"
 	"github.com/uncaged/uwf/thread"
+	"github.com/uncaged/uwf/worker"
 )
 
 // threadCommand is "uwf thread": start, step, inspect, fork and replay
@@ -1559,6 +1560,9 @@ func writeRun(w io.Writer, r *thread.Run) {
 	}
 	if r.WhyNotClaimed != "" {
 		fmt.Fprintf(w, "not claimed: %s\n", oneLine(userMessage(r.WhyNotClaimed)))
+		if strings.Contains(r.WhyNotClaimed, ": "+worker.WhyAgents) {
+			fmt.Fprintf(w, "fix:      uwf thread queue %s --agent <a>, naming an agent the workers can build\n", r.Thread)
+		}
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "run error: %s\n", oneLine(userMessage(r.Error)))

@@ -25,7 +25,10 @@ next. Workers on any number of machines may share a store (PostgreSQL for
 many machines); each takes only threads whose working folder exists on its
 machine and whose agents it can build, and records on the others why
 (thread show). A failed step is retried with backoff (--retries times,
-from --backoff, doubling), then the run is failed. SIGTERM or SIGINT
+from --backoff, doubling), then the run is failed. A run taken over more
+than --max-takeovers times (every worker running it died or froze: an
+agent that kills or hangs its worker) is failed too; thread queue queues
+it again. SIGTERM or SIGINT
 drains: no new claims, running steps finish up to --drain, then what runs
 is ended and handed back to the queue; exit 0. Logs (structured, stderr)
 at info unless --log-level says otherwise.`,
@@ -34,6 +37,7 @@ at info unless --log-level says otherwise.`,
 			&cli.StringSliceFlag{Name: "workflow", Usage: "take only threads of workflow `W` (repeatable)"},
 			&cli.DurationFlag{Name: "lease", Usage: "the lease length `D`, renewed every third", Value: thread.DefaultLeaseLength},
 			&cli.IntFlag{Name: "retries", Usage: "retry a failed step `N` times before failing the run", Value: worker.DefaultRetries},
+			&cli.IntFlag{Name: "max-takeovers", Usage: "fail a run taken over more than `N` times (0: never)", Value: thread.DefaultMaxTakeovers},
 			&cli.DurationFlag{Name: "backoff", Usage: "the first retry's delay `D`, doubled at each failure", Value: worker.DefaultBackoff},
 			&cli.DurationFlag{Name: "drain", Usage: "on SIGTERM, let running steps finish for up to `D`", Value: worker.DefaultDrain},
 			&cli.StringFlag{Name: "id", Usage: "the worker's name `ID` in leases and logs (default: host-pid-random)"},
@@ -75,6 +79,9 @@ func runWorker(c *cli.Context, s *session) error {
 	if c.Int("retries") < 0 {
 		return usageErrorf(s.cmd, "invalid --retries %d: want 0 or more", c.Int("retries"))
 	}
+	if c.Int("max-takeovers") < 0 {
+		return usageErrorf(s.cmd, "invalid --max-takeovers %d: want 0 (no cap) or more", c.Int("max-takeovers"))
+	}
 	if c.Duration("backoff") <= 0 || c.Duration("drain") <= 0 {
 		return usageErrorf(s.cmd, "--backoff and --drain must be positive")
 	}
@@ -97,9 +104,13 @@ func runWorker(c *cli.Context, s *session) error {
 	if retries == 0 {
 		retries = -1 // none
 	}
+	maxTakeovers := c.Int("max-takeovers")
+	if maxTakeovers == 0 {
+		maxTakeovers = -1 // no cap
+	}
 	w := worker.New(s.engine(repo), worker.Options{
 		ID: c.String("id"), Build: strings.Trim(version(), "()"), Concurrency: c.Int("concurrency"), Workflows: c.StringSlice("workflow"),
-		Lease: c.Duration("lease"), Retries: retries, Backoff: c.Duration("backoff"), Drain: c.Duration("drain"),
+		Lease: c.Duration("lease"), Retries: retries, MaxTakeovers: maxTakeovers, Backoff: c.Duration("backoff"), Drain: c.Duration("drain"),
 		Run: *opts, Logger: log,
 	})
 	log.Info("store", "url", s.printableStoreURL())

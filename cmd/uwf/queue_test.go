@@ -8,6 +8,7 @@ import (
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
 	"github.com/uncaged/uwf/thread"
+	"github.com/uncaged/uwf/worker"
 )
 
 // engineOn opens the env's disk store as a library user would, for a
@@ -140,3 +141,43 @@ func TestQueueCLI(t *testing.T) {
 type errTest string
 
 func (e errTest) Error() string { return string(e) }
+
+// TestShowNotClaimedFix: when no worker could build a thread's agents,
+// thread show suggests queueing it with another; for a reason an agent
+// cannot fix (a missing folder) it suggests nothing.
+func TestShowNotClaimedFix(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	e.ok("", "workflow", "put", "review-loop.yaml")
+	eng := engineOn(t, e)
+	tests := []struct {
+		name, why string
+		fix       bool
+	}{
+		{"agent", worker.WhyAgents + "unknown agent claude: cas: not found", true},
+		{"folder", "the working folder /gone does not exist on this machine", false},
+	}
+	for _, tc := range tests { // e.ok fails the test it was made for: no subtests
+		func() {
+			id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop", "-p", "x", "--cwd", "/", "--queue", "--agent", "synth"))
+			r, err := eng.RunOf(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := eng.NotClaimed(t.Context(), r, "w1", tc.why); !ok || err != nil {
+				t.Fatalf("NotClaimed = %v, %v", ok, err)
+			}
+			out := e.ok("", "thread", "show", id)
+			if !strings.Contains(out, "not claimed: worker w1: ") || strings.Contains(out, "cas:") {
+				t.Errorf("%s: show:\n%s", tc.name, out)
+			}
+			fix := "fix:      uwf thread queue " + id + " --agent <a>, naming an agent the workers can build\n"
+			if got := strings.Contains(out, fix); got != tc.fix {
+				t.Errorf("%s: show has the fix %q: %v, want %v:\n%s", tc.name, fix, got, tc.fix, out)
+			}
+		}()
+	}
+	if r := e.run("", "worker", "--max-takeovers", "-1"); r.code != exitUsage || !strings.Contains(r.stderr, "invalid --max-takeovers -1") {
+		t.Errorf("worker --max-takeovers -1: %v", r)
+	}
+}

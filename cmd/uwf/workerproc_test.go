@@ -48,13 +48,15 @@ graph:
 
 // agentScript logs "<start|end> <thread> <depth> <worker> <pid>" for each
 // run to $UWF_TEST_AGENT_LOG, sleeps (60 s for a worker whose id starts
-// with "slow", else $UWF_TEST_AGENT_SLEEP), and answers status: done.
+// with "slow", else $UWF_TEST_AGENT_SLEEP), and answers status: done. For
+// a worker whose id starts with "poison" it is a poison pill: it kills its
+// worker (its parent) with SIGKILL and exits.
 const agentScript = `#!/bin/sh
 cat >/dev/null
 case "$UWF_ROLE" in r1) d=1;; r2) d=2;; r3) d=3;; *) d=0;; esac
 echo "start $UWF_THREAD $d $UWF_TEST_WORKER_ID $$" >> "$UWF_TEST_AGENT_LOG"
 if [ -n "$UWF_TEST_AGENT_TIMES" ]; then echo "$UWF_THREAD $d $(date +%s%N)" >> "$UWF_TEST_AGENT_TIMES"; fi
-case "$UWF_TEST_WORKER_ID" in slow*) sleep 60;; *) sleep "$UWF_TEST_AGENT_SLEEP";; esac
+case "$UWF_TEST_WORKER_ID" in poison*) kill -9 "$PPID"; exit 1;; slow*) sleep 60;; *) sleep "$UWF_TEST_AGENT_SLEEP";; esac
 echo "end $UWF_THREAD $d $UWF_TEST_WORKER_ID $$" >> "$UWF_TEST_AGENT_LOG"
 printf -- '---\nstatus: done\n---\nok\n'
 `
@@ -168,6 +170,9 @@ func (f *farm) start(id string, args ...string) *wproc {
 	f.mu.Unlock()
 	// Up once it says so (its signal handlers are set by then).
 	waitUntil(f.t, 20*time.Second, "worker "+id+" to start", func() bool {
+		if strings.Contains(p.out.String(), "worker started") {
+			return true // even if it has ended since (a poison pill's agent kills it)
+		}
 		select {
 		case <-p.done:
 			f.t.Fatalf("worker %s exited at start: %v\n%s", id, p.err, p.out.String())
@@ -444,9 +449,24 @@ func TestWorkerCampaign(t *testing.T) {
 				n, kills = 200, 40
 			}
 			ids := f.queue(n)
+			// The takeover cap (a poison pill's: uwf worker --max-takeovers,
+			// default 10) must stay out of the kills' reach. A killed
+			// worker's threads wait out their lease (4 s) before another
+			// takes them over, so one thread is taken over at most 1 +
+			// span/lease times, the span being at most 1 s a kill: 3 times
+			// for the CI's 8 kills, 11 in the (never seen) worst case of
+			// the full 40, where the workers get a cap above it.
+			args := []string{"--concurrency", "4"}
+			lease, err := time.ParseDuration(f.lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if worst := 1 + int(time.Duration(kills)*time.Second/lease); worst > thread.DefaultMaxTakeovers {
+				args = append(args, "--max-takeovers", strconv.Itoa(worst))
+			}
 			live := []*wproc{}
 			for i := range 4 {
-				live = append(live, f.start(fmt.Sprintf("w%d.0", i), "--concurrency", "4"))
+				live = append(live, f.start(fmt.Sprintf("w%d.0", i), args...))
 			}
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 15))
 			gen := map[int]int{}
@@ -459,7 +479,7 @@ func TestWorkerCampaign(t *testing.T) {
 				f.stopped[live[i].id] = "killed"
 				f.mu.Unlock()
 				gen[i]++
-				live[i] = f.start(fmt.Sprintf("w%d.%d", i, gen[i]), "--concurrency", "4")
+				live[i] = f.start(fmt.Sprintf("w%d.%d", i, gen[i]), args...)
 			}
 			f.waitDone(ids, 50*time.Second)
 			for _, p := range live {
@@ -632,4 +652,93 @@ func (f *farm) peakRunning(ids []string) int {
 		f.t.Fatal(err)
 	}
 	return peak
+}
+
+// TestWorkerPoisonPill: a thread whose agent kills every worker that runs
+// it is taken over up to --max-takeovers times, then the next worker's
+// claim fails it, visibly (thread show, the worker's log); thread queue
+// queues it again with the count reset, and a worker it does not kill
+// runs it to the end.
+func TestWorkerPoisonPill(t *testing.T) {
+	for _, backend := range []string{"disk", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			f := newFarm(t, backend)
+			f.lease = "1s"
+			ids := f.queue(1)
+			id := ids[0]
+			var last *wproc
+			for i := 0; ; i++ {
+				if i > 3 {
+					t.Fatalf("the run is not failed after %d claims", i)
+				}
+				p := f.start(fmt.Sprintf("poison-%d", i), "--max-takeovers", "2")
+				var r *thread.Run
+				waitUntil(t, 20*time.Second, "the worker killed or the run failed", func() bool {
+					select {
+					case <-p.done:
+						return true
+					default:
+					}
+					var err error
+					if r, err = f.eng.RunOf(t.Context(), id); err != nil {
+						t.Fatal(err)
+					}
+					return r != nil && r.State == thread.RunFailed
+				})
+				if r != nil && r.State == thread.RunFailed {
+					if i != 3 {
+						t.Fatalf("the run failed at claim %d, want 4 (1 claim + 2 takeovers, then the cap)", i+1)
+					}
+					last = p
+					break
+				}
+				f.mu.Lock()
+				f.stopped[p.id] = "killed"
+				f.mu.Unlock()
+			}
+			r, err := f.eng.RunOf(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Attempt != 3 || r.Failures != 0 || !strings.Contains(r.Error, "taken over 3 times (more than the limit of 2)") {
+				t.Errorf("failed run = %+v", r)
+			}
+			waitUntil(t, 10*time.Second, "the failure logged", func() bool {
+				return strings.Contains(last.out.String(), "run failed: taken over too many times")
+			})
+			f.signal(last, syscall.SIGTERM)
+			<-last.done
+			if runs := f.agentRuns(); len(runs) != 3 {
+				t.Errorf("the poison pill's agent ran %d times, want 3", len(runs))
+			}
+			uwf := func(args ...string) string {
+				cmd := exec.Command(os.Args[0], args...)
+				cmd.Env = f.env(f.home("cli"), "cli")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("uwf %q: %v\n%s", args, err, out)
+				}
+				return string(out)
+			}
+			if out := uwf("thread", "show", id); !strings.Contains(out, "run:      failed (attempt 3, failures 0") ||
+				!strings.Contains(out, "run error: taken over 3 times") {
+				t.Errorf("thread show of the poison pill:\n%s", out)
+			}
+			// Queued again: the count starts afresh, and a worker its agent
+			// does not kill runs it to the end.
+			uwf("thread", "queue", id)
+			if r, err := f.eng.RunOf(t.Context(), id); err != nil || r.State != thread.RunQueued || r.Attempt != 0 {
+				t.Fatalf("after thread queue: %+v, %v", r, err)
+			}
+			ok := f.start("w-ok")
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("w-ok:\n%s", ok.out.String())
+				}
+			})
+			f.waitDone(ids, 30*time.Second)
+			f.signal(ok, syscall.SIGTERM)
+			<-ok.done
+		})
+	}
 }

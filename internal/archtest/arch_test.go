@@ -49,7 +49,7 @@ var internalAllowed = map[string][]string{
 	"internal/pgtest":     {"github.com/jackc/pgx/v5"}, // tests' schemas on the test server, dropped after
 	"internal/dirnotify":  {"golang.org/x/sys"},        // inotify, waking the disk store's watchers
 	"internal/progress":   {"cas", "golang.org/x/sys"}, // cas.Progress on stderr; x/sys tells a terminal
-	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI and the HTTP API
+	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI, the HTTP API and the worker's log
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
 	"internal/jsonschema":      {"golang.org/x/text"},

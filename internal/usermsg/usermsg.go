@@ -1,6 +1,6 @@
 // Package usermsg rewrites the library's internal words out of an error's
-// text ("cas: not found", "extract: ..."), so that the CLI and the HTTP API
-// say what went wrong in the user's words.
+// text ("cas: not found", "extract: ..."), so that the CLI, the HTTP API
+// and the worker's log say what went wrong in the user's words.
 package usermsg
 
 import (

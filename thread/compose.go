@@ -319,6 +319,25 @@ func (e *Engine) runCall(ctx context.Context, id string, head *Node, pos *positi
 	if err := ctx.Err(); err != nil {
 		return nil, err // interrupted: the branches stay as they are; step or resume goes on
 	}
+	// A branch this process gave up on (its run failed) may have been
+	// carried on by another runner of the call since: what its head says
+	// now counts, so a race won elsewhere is not settled here as lost.
+	for i := range results {
+		r := &results[i]
+		if r.status == StatusDone || r.status == StatusCancelled || r.status == StatusSuspended {
+			continue
+		}
+		hn, err := e.headNode(ctx, r.id)
+		if err != nil {
+			continue
+		}
+		if st := hn.Status(); st == StatusDone || st == StatusCancelled {
+			r.head, r.status, r.err = hn, st, nil
+			if st == StatusDone && call.Mode == registry.ModeRace && winner < 0 {
+				winner = i
+			}
+		}
+	}
 	// Branches cancelled by the call (race losers, the timeout) get a
 	// cancelled mark; those cut short because the thread left the call
 	// are left as the kill or suspension found them.

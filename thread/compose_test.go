@@ -387,6 +387,53 @@ func TestReadShowsBranches(t *testing.T) {
 	}
 }
 
+// TestReadForkNamesItsBranches: a fork's reading names, on its call's
+// line, the branch threads that exist: the source's when the fork shares
+// the join, the fork's own (not started until it is stepped) when it was
+// taken before the join.
+func TestReadForkNamesItsBranches(t *testing.T) {
+	te := newTEnv(t)
+	src := te.runSolveIssue()
+	ns := te.nodes(te.head(src))
+	call := ns[2]
+	srcChild := thread.ChildID(src, call.Hash, call.Call.At, "developer")
+	read := func(id string) string {
+		t.Helper()
+		r, err := te.e.Read(te.ctx, id, thread.ReadOptions{Quota: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Text
+	}
+	for _, at := range []int{3, 4} { // at the join, after it
+		fork, err := te.e.Fork(te.ctx, ns[at].Hash, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := read(fork)
+		if !strings.Contains(text, "- branch developer: thread "+srcChild+"\n") || !strings.Contains(text, "- branch developer (done): thread "+srcChild) {
+			t.Errorf("read of a fork at depth %d does not name the source's branch %s:\n%s", at, srcChild, text)
+		}
+	}
+	// A fork at the call, before the join: its own branch, not started
+	// until it is stepped; then started, and joined by the fork.
+	fork, err := te.e.Fork(te.ctx, call.Hash, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := thread.ChildID(fork, call.Hash, call.Call.At, "developer")
+	if text := read(fork); !strings.Contains(text, "- branch developer: thread "+own+" (not started: stepping "+fork+" starts it)\n") {
+		t.Errorf("read of a fork at the call:\n%s", text)
+	}
+	if _, err := te.e.Step(te.ctx, fork, &thread.RunOptions{Agent: "synth"}); err != nil {
+		t.Fatal(err)
+	}
+	if text := read(fork); !strings.Contains(text, "- branch developer: thread "+own+"\n") || !strings.Contains(text, "- branch developer (done): thread "+own) {
+		t.Errorf("read of the fork after its own join:\n%s", text)
+	}
+	te.fsckClean()
+}
+
 func TestForkAndReplayParent(t *testing.T) {
 	te := newTEnv(t)
 	src := te.runSolveIssue()

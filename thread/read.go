@@ -2,6 +2,7 @@ package thread
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -108,7 +109,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		fetch.fetch(ctx, fetchedTo, nil, nil)
 	}
 	for n := from; n != nil; {
-		s, err := e.renderEntry(ctx, id, n, get)
+		s, err := e.renderEntry(ctx, id, hn.Hash, n, get)
 		if err != nil {
 			return nil, err
 		}
@@ -174,8 +175,28 @@ func prevOf(n *Node) cas.Hash {
 
 func ms(t int64) string { return time.UnixMilli(t).UTC().Format(time.RFC3339) }
 
+// callOwner returns the thread whose branches call cn on thread id's chain
+// (ending at head) are, and whether its join is on the chain: the thread that made the join
+// (a fork at or after the join shares its source's branches), or id while
+// the call is pending (a fork taken before the join starts its own).
+func (e *Engine) callOwner(ctx context.Context, id string, h cas.Hash, cn *Node) (string, bool) {
+	// The join follows the call, after its marks (suspended, resumed).
+	for d := cn.Depth() + 1; ; d++ {
+		n, err := e.Ancestor(ctx, h, d)
+		if err != nil || n == nil {
+			return id, false
+		}
+		switch {
+		case n.Kind == KindJoin && n.Join.Call == cn.Hash:
+			return e.joinOwner(ctx, id, d), true
+		case n.Kind != KindMark:
+			return id, false
+		}
+	}
+}
+
 // renderEntry renders one chain node as a markdown section.
-func (e *Engine) renderEntry(ctx context.Context, id string, n *Node, get func(cas.Hash) (cas.Node, error)) (string, error) {
+func (e *Engine) renderEntry(ctx context.Context, id string, head cas.Hash, n *Node, get func(cas.Hash) (cas.Node, error)) (string, error) {
 	var b strings.Builder
 	switch n.Kind {
 	case KindStart:
@@ -187,8 +208,16 @@ func (e *Engine) renderEntry(ctx context.Context, id string, n *Node, get func(c
 			b.WriteString("\n> " + strings.ReplaceAll(strings.TrimSpace(c.Branches[0].Prompt), "\n", "\n> ") + "\n")
 		}
 		b.WriteString("\n")
+		owner, joined := e.callOwner(ctx, id, head, n)
 		for _, br := range c.Branches {
-			fmt.Fprintf(&b, "- branch %s: thread %s\n", br.Key, ChildID(id, n.Hash, c.At, br.Key))
+			cid := ChildID(owner, n.Hash, c.At, br.Key)
+			fmt.Fprintf(&b, "- branch %s: thread %s", br.Key, cid)
+			if !joined {
+				if _, err := e.refs.Get(ctx, refName(cid)); errors.Is(err, cas.ErrNotFound) {
+					fmt.Fprintf(&b, " (not started: stepping %s starts it)", id)
+				}
+			}
+			b.WriteString("\n")
 		}
 	case KindJoin:
 		if err := e.renderJoin(ctx, id, n, get, &b); err != nil {

@@ -7,10 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -172,51 +170,6 @@ func (f *composeFarm) fsckClean() {
 	}
 }
 
-// groupGone waits up to d for process pid and every process of the group
-// it leads (the agent runs in a group of its own) to end; zombies do not
-// count.
-func groupGone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if !groupRuns(pid) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func groupRuns(pid int) bool {
-	if runtime.GOOS != "linux" {
-		return syscall.Kill(pid, 0) == nil
-	}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range stats {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		fl := strings.Fields(s[i+1:])
-		if len(fl) < 3 || fl[0] == "Z" {
-			continue
-		}
-		own, _ := strconv.Atoi(strings.Fields(s)[0])
-		pgrp, _ := strconv.Atoi(fl[2])
-		if own == pid || pgrp == pid {
-			return true
-		}
-	}
-	return false
-}
-
 // TestKillParentAcrossProcesses: process A steps a thread into a parallel
 // stage of two slow branches; process B kills the thread (uwf thread
 // kill). A's branch agents end, process groups and all, within seconds,
@@ -241,7 +194,7 @@ func TestKillParentAcrossProcesses(t *testing.T) {
 			}
 			killed := time.Now()
 			for _, role := range []string{"slow1", "slow2"} {
-				if pid := f.pid(role); !groupGone(pid, 5*time.Second) {
+				if pid := f.pid(role); !proctest.GroupGone(pid, 5*time.Second) {
 					t.Errorf("branch %s's agent (pid %d, run by process A) still runs 5 s after the kill", role, pid)
 				}
 			}
@@ -306,7 +259,7 @@ func TestRaceLoserInOtherProcess(t *testing.T) {
 			a := f.spawn("thread", "step", id, "-n", "0")
 			codeA := a.wait(t, 30*time.Second, "process A's step")
 			pid := f.pid("slow1")
-			if !groupGone(pid, 5*time.Second) {
+			if !proctest.GroupGone(pid, 5*time.Second) {
 				t.Errorf("the loser's agent (pid %d, run by process B) still runs 5 s after the race was won", pid)
 			}
 			codeB := b.wait(t, 10*time.Second, "process B's step")

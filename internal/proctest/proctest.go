@@ -1,7 +1,8 @@
 // Package proctest holds what the tests of concurrent workers and servers
 // share: a buffer that goroutines and child processes may write while the
-// test reads it, and the most leases held at once, replayed from the
-// run records' ref logs.
+// test reads it, whether an agent's process group still runs (on unix),
+// and the most leases held at once, replayed from the run records' ref
+// logs.
 package proctest
 
 import (

@@ -52,11 +52,15 @@ var (
 // headless mode: config.yaml's agents.<name>.preset fills in the fields
 // the entry leaves unset ([Config.Agent]).
 type Preset struct {
-	Name    string   // the preset's name, as agents.<name>.preset gives it
-	Tool    string   // the tool's name, for people ("Claude Code")
-	Command string   // the program, looked up in PATH
-	Args    []string // the non-interactive flags
-	Prompt  string   // how the prompt is passed: PromptStdin, PromptArg or PromptFile
+	Name    string // the preset's name, as agents.<name>.preset gives it
+	Tool    string // the tool's name, for people ("Claude Code")
+	Command string // the program, looked up in PATH
+	// OtherCommands are other names the tool's installer gives the same
+	// program (an older name kept as an alias), tried in order when
+	// Command is not on PATH: uwf init then writes the name it found.
+	OtherCommands []string
+	Args          []string // the non-interactive flags
+	Prompt        string   // how the prompt is passed: PromptStdin, PromptArg or PromptFile
 	// PromptFlag, with PromptArg or PromptFile, is the flag the prompt (or
 	// its file's path) follows; "" passes it as the last argument.
 	PromptFlag string
@@ -118,7 +122,10 @@ var presets = []Preset{
 		// the workspace run without --force. From
 		// https://cursor.com/docs/cli/reference/output-format and
 		// https://cursor.com/docs/cli/headless (the CLI is not on npm).
-		Name: "cursor", Tool: "Cursor CLI", Command: "agent",
+		// Its installer puts the program in ~/.local/bin as agent and,
+		// from before the rename, as cursor-agent, which older installs
+		// have alone.
+		Name: "cursor", Tool: "Cursor CLI", Command: "agent", OtherCommands: []string{"cursor-agent"},
 		Args:   []string{"-p", "--output-format", "json"},
 		Prompt: PromptArg, Output: OutputCursor,
 		Source: "https://cursor.com/docs/cli/reference/output-format",

@@ -121,6 +121,10 @@ func findProvider(name string) (knownProvider, bool) {
 type agentCLI struct {
 	name   string // the agent's name in config.yaml
 	preset config.Preset
+	// command is the program found on PATH when it is one of the
+	// preset's OtherCommands ("" when it is the preset's Command or was
+	// not looked up): the entry then names it.
+	command string
 }
 
 // agentCLIs are the presets as uwf init offers them: the confirmed ones
@@ -165,17 +169,29 @@ func findAgentCLI(name string) (agentCLI, bool) {
 		if a.name == name || a.preset.Name == name || a.preset.Command == name {
 			return a, true
 		}
+		if slices.Contains(a.preset.OtherCommands, name) {
+			a.command = name
+			return a, true
+		}
 	}
 	return agentCLI{}, false
 }
 
-// detectAgentCLIs returns the agent CLIs whose preset's command is on
-// PATH, in agentCLIs' order.
+// detectAgentCLIs returns the agent CLIs whose preset's command, or one
+// of its other names, is on PATH, in agentCLIs' order.
 func detectAgentCLIs() []agentCLI {
 	var out []agentCLI
 	for _, a := range agentCLIs() {
 		if _, err := exec.LookPath(a.preset.Command); err == nil {
 			out = append(out, a)
+			continue
+		}
+		for _, c := range a.preset.OtherCommands {
+			if _, err := exec.LookPath(c); err == nil {
+				a.command = c
+				out = append(out, a)
+				break
+			}
 		}
 	}
 	return out
@@ -191,11 +207,15 @@ func (a agentCLI) offer() string {
 }
 
 // entry is the agents.<name> value written for a, as YAML flow: the
-// preset alone, so that a later change of the preset reaches it.
+// preset alone, so that a later change of the preset reaches it, and the
+// command when the program was found under another of its names.
 func (a agentCLI) entry() string {
 	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Value: "preset"}, {Kind: yaml.ScalarNode, Value: a.preset.Name},
 	}}
+	if a.command != "" {
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "command"}, &yaml.Node{Kind: yaml.ScalarNode, Value: a.command})
+	}
 	b, err := yaml.Marshal(m)
 	if err != nil {
 		panic(err) // a flow mapping of two scalars always encodes
@@ -561,7 +581,13 @@ func runInit(ctx context.Context, w io.Writer, s *session, f initFlags) error {
 		_, configured := cfg.Agents[agentName]
 		if a, ok := findAgentCLI(agentName); ok && !configured {
 			// An agent CLI: an entry of its preset, unless config.yaml has
-			// one of that name already (used as it is).
+			// one of that name already (used as it is). Found on PATH
+			// under another of its names, the entry names that program.
+			for _, d := range detected {
+				if d.name == a.name && a.command == "" {
+					a.command = d.command
+				}
+			}
 			name = a.name
 			if _, ok := cfg.Agents[a.name]; !ok {
 				edits = append(edits, config.Edit{Path: "agents." + a.name, Value: a.entry(), IfUnset: true, Comment: a.comment()})

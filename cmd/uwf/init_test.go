@@ -542,3 +542,42 @@ func TestInitNext(t *testing.T) {
 		})
 	}
 }
+
+// TestInitOtherCommand: Cursor's program is agent, and cursor-agent on
+// installs from before the rename. Found only under that name, uwf init
+// detects it and writes an entry that runs it; found as agent, the entry
+// is the preset alone.
+func TestInitOtherCommand(t *testing.T) {
+	for _, tc := range []struct {
+		onPath, want string
+	}{
+		{"cursor-agent", "  cursor: {preset: cursor, command: cursor-agent}\n"},
+		{"agent", "  cursor: {preset: cursor}\n"},
+	} {
+		t.Run(tc.onPath, func(t *testing.T) {
+			e := newEnv(t)
+			fakePath(t, tc.onPath)
+			out := e.ok("", "init", "--provider", "none", "--yes", "--json")
+			if !strings.Contains(out, `"agentCLIs":["cursor"]`) || !strings.Contains(out, `"defaultAgent":"cursor"`) {
+				t.Errorf("init did not detect %s:\n%s", tc.onPath, out)
+			}
+			cfg := e.readConfig()
+			if !strings.Contains(cfg, tc.want) {
+				t.Errorf("init --yes: config.yaml =\n%s\nwant it to contain %q", cfg, tc.want)
+			}
+			// Named by the program found, the same entry.
+			e.writeConfig("")
+			e.ok("", "init", "--provider", "none", "--agent", tc.onPath)
+			cfg = e.readConfig()
+			if !strings.Contains(cfg, tc.want) || !strings.HasSuffix(cfg, "\ndefaultAgent: cursor\n") {
+				t.Errorf("init --agent %s: config.yaml =\n%s\nwant it to contain %q", tc.onPath, cfg, tc.want)
+			}
+			// The entry runs the program on PATH.
+			if tc.onPath == "cursor-agent" {
+				if got := e.ok("", "config", "get", "agents.cursor.command"); strings.TrimSpace(got) != "cursor-agent" {
+					t.Errorf("agents.cursor.command = %q", got)
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -26,7 +27,8 @@ func workflowCommand() *cli.Command {
 				Description: `Validates the YAML file (docs/WORKFLOWS.md), stores each role's schema and the
 workflow as nodes, and moves workflows/<name> to it. Prints "<hash> <name>",
 with " (unchanged)" when the file was already the current version (nothing is
-written then). With --json, {"name","hash","previous","changed"}.`,
+written then), and validate's warnings on stderr. With --json,
+{"name","hash","previous","changed"}.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<file>"); err != nil {
 						return err
@@ -39,7 +41,9 @@ written then). With --json, {"name","hash","previous","changed"}.`,
 				Usage:     "check a workflow file without storing it",
 				ArgsUsage: "<file>",
 				Description: `Prints "<file>: ok", or every problem as "file:line:col: message" (on stderr,
-exit 1). Nothing is stored; the store is not opened.`,
+exit 1). A valid file may get warnings, "file:line:col: warning: message" on
+stderr (exit 0): a prompt field its role's schema does not require. Nothing
+is stored; the store is not opened. With --json, {"file","ok","warnings"}.`,
 				Action: withSession(func(c *cli.Context, s *session) error {
 					if err := wantArgs(c, 1, 1, "<file>"); err != nil {
 						return err
@@ -146,6 +150,7 @@ func runWorkflowPut(ctx context.Context, w io.Writer, s *session, file string) e
 	if err != nil {
 		return err
 	}
+	printWarnings(s, file, wf.Warnings())
 	repo, closeStore, err := s.open(ctx)
 	if err != nil {
 		return err
@@ -176,17 +181,40 @@ func runWorkflowValidate(w io.Writer, s *session, file string) error {
 	if err != nil {
 		return err
 	}
-	if err := registry.Validate(file, data); err != nil {
+	wf, err := registry.Parse(file, data)
+	if err != nil {
 		return err
 	}
+	warnings := wf.Warnings()
 	if s.json {
+		list := make([]string, len(warnings))
+		for i, p := range warnings {
+			list[i] = file + ":" + p.String()
+		}
 		return writeJSON(w, struct {
-			File string `json:"file"`
-			OK   bool   `json:"ok"`
-		}{file, true})
+			File     string   `json:"file"`
+			OK       bool     `json:"ok"`
+			Warnings []string `json:"warnings"`
+		}{file, true, list})
 	}
+	printWarnings(s, file, warnings)
 	_, err = fmt.Fprintf(w, "%s: ok\n", file)
 	return err
+}
+
+// printWarnings prints a workflow file's warnings on stderr, one
+// "file:line:col: warning: message" a line, as compilers print them.
+func printWarnings(s *session, file string, warnings []registry.Problem) {
+	for _, p := range warnings {
+		at := ""
+		if p.Line > 0 {
+			at = strconv.Itoa(p.Line) + ":"
+			if p.Column > 0 {
+				at += strconv.Itoa(p.Column) + ":"
+			}
+		}
+		fmt.Fprintf(s.stderr, "%s:%s warning: %s\n", file, at, p.Msg)
+	}
 }
 
 func runWorkflowShow(ctx context.Context, w io.Writer, s *session, arg string) error {

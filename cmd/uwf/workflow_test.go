@@ -311,3 +311,40 @@ func TestChildWorkflowNotRegistered(t *testing.T) {
 	e.ok("", "workflow", "put", "develop.yaml")
 	e.ok("", "workflow", "put", "solve-issue.yaml")
 }
+
+// TestWorkflowWarnings: validate and put print a warning for a prompt
+// field the schema does not require, on stderr, and still succeed; with
+// --json the warnings are validate's list.
+func TestWorkflowWarnings(t *testing.T) {
+	e := newEnv(t)
+	const opt = `name: opt
+roles:
+  a:
+    frontmatter:
+      type: object
+      properties: {status: {const: done}, x: {type: string}}
+      required: [status]
+graph:
+  $START: { new: { role: a, prompt: go } }
+  a: { done: { role: $END, prompt: "{{ x }}" } }
+`
+	e.write("opt.yaml", opt)
+	const want = `opt.yaml:10:36: warning: graph.a.done.prompt: field "x" is optional: no "required" of the a schema lists "x"`
+	r := e.run("", "workflow", "validate", "opt.yaml")
+	if r.code != 0 || r.stdout != "opt.yaml: ok\n" || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("validate: %v\nwant exit 0, ok, and on stderr %q", r, want)
+	}
+	r = e.run("", "workflow", "validate", "--json", "opt.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, `"warnings":["opt.yaml:10:36: graph.a.done.prompt: field \"x\" is optional`) || r.stderr != "" {
+		t.Errorf("validate --json: %v", r)
+	}
+	r = e.run("", "workflow", "put", "opt.yaml")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, " opt\n") || !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("put: %v", r)
+	}
+	// A file without warnings: nothing on stderr, an empty list.
+	e.write("opt.yaml", strings.Replace(opt, "required: [status]", "required: [status, x]", 1))
+	if r = e.run("", "workflow", "validate", "--json", "opt.yaml"); r.code != 0 || !strings.Contains(r.stdout, `"warnings":[]`) || r.stderr != "" {
+		t.Errorf("validate --json, no warning: %v", r)
+	}
+}

@@ -59,8 +59,13 @@ type Preset struct {
 	// program (an older name kept as an alias), tried in order when
 	// Command is not on PATH: uwf init then writes the name it found.
 	OtherCommands []string
-	Args          []string // the non-interactive flags
-	Prompt        string   // how the prompt is passed: PromptStdin, PromptArg or PromptFile
+	// PathMarker, when set, is a string the program's resolved path
+	// (symbolic links followed) must contain for uwf init to take a
+	// program found as Command for this tool: Command is a name other
+	// programs use too ("agent").
+	PathMarker string
+	Args       []string // the non-interactive flags
+	Prompt     string   // how the prompt is passed: PromptStdin, PromptArg or PromptFile
 	// PromptFlag, with PromptArg or PromptFile, is the flag the prompt (or
 	// its file's path) follows; "" passes it as the last argument.
 	PromptFlag string
@@ -125,7 +130,9 @@ var presets = []Preset{
 		// Its installer puts the program in ~/.local/bin as agent and,
 		// from before the rename, as cursor-agent, which older installs
 		// have alone.
-		Name: "cursor", Tool: "Cursor CLI", Command: "agent", OtherCommands: []string{"cursor-agent"},
+		// agent is a link into ~/.local/share/cursor-agent, which tells
+		// it from other programs of that name.
+		Name: "cursor", Tool: "Cursor CLI", Command: "agent", OtherCommands: []string{"cursor-agent"}, PathMarker: "cursor",
 		Args:   []string{"-p", "--output-format", "json"},
 		Prompt: PromptArg, Output: OutputCursor,
 		Source: "https://cursor.com/docs/cli/reference/output-format",

@@ -177,12 +177,23 @@ func findAgentCLI(name string) (agentCLI, bool) {
 	return agentCLI{}, false
 }
 
-// detectAgentCLIs returns the agent CLIs whose preset's command, or one
-// of its other names, is on PATH, in agentCLIs' order.
+// hasMarker reports whether the program at path, its symbolic links
+// followed, has marker in its path; any program has the empty marker.
+func hasMarker(path, marker string) bool {
+	if marker == "" {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && strings.Contains(strings.ToLower(real), marker)
+}
+
+// detectAgentCLIs returns the agent CLIs whose preset's command (its
+// resolved path holding the preset's PathMarker), or one of its other
+// names, is on PATH, in agentCLIs' order.
 func detectAgentCLIs() []agentCLI {
 	var out []agentCLI
 	for _, a := range agentCLIs() {
-		if _, err := exec.LookPath(a.preset.Command); err == nil {
+		if path, err := exec.LookPath(a.preset.Command); err == nil && hasMarker(path, a.preset.PathMarker) {
 			out = append(out, a)
 			continue
 		}

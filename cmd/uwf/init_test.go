@@ -543,21 +543,44 @@ func TestInitNext(t *testing.T) {
 	}
 }
 
-// TestInitOtherCommand: Cursor's program is agent, and cursor-agent on
-// installs from before the rename. Found only under that name, uwf init
-// detects it and writes an entry that runs it; found as agent, the entry
-// is the preset alone.
+// TestInitOtherCommand: Cursor's program is agent, a link into
+// ~/.local/share/cursor-agent, and cursor-agent on installs from before the
+// rename. uwf init detects either (writing command: cursor-agent for the
+// older name), and does not take an unrelated program called agent for
+// Cursor.
 func TestInitOtherCommand(t *testing.T) {
 	for _, tc := range []struct {
-		onPath, want string
+		name, onPath string
+		link         bool   // onPath is a link into a cursor-agent folder
+		want         string // the entry written; "" when nothing is detected
 	}{
-		{"cursor-agent", "  cursor: {preset: cursor, command: cursor-agent}\n"},
-		{"agent", "  cursor: {preset: cursor}\n"},
+		{"the older name", "cursor-agent", false, "  cursor: {preset: cursor, command: cursor-agent}\n"},
+		{"agent, a link into cursor-agent", "agent", true, "  cursor: {preset: cursor}\n"},
+		{"another program called agent", "agent", false, ""},
 	} {
-		t.Run(tc.onPath, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			fakePath(t, tc.onPath)
+			if tc.link {
+				bin := os.Getenv("PATH")
+				real := filepath.Join(t.TempDir(), "cursor-agent", "versions", "1", "cursor-agent")
+				if err := os.MkdirAll(filepath.Dir(real), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(filepath.Join(bin, tc.onPath), real); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(real, filepath.Join(bin, tc.onPath)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			out := e.ok("", "init", "--provider", "none", "--yes", "--json")
+			if tc.want == "" {
+				if !strings.Contains(out, `"agentCLIs":[]`) {
+					t.Errorf("init took an unrelated agent for Cursor:\n%s", out)
+				}
+				return
+			}
 			if !strings.Contains(out, `"agentCLIs":["cursor"]`) || !strings.Contains(out, `"defaultAgent":"cursor"`) {
 				t.Errorf("init did not detect %s:\n%s", tc.onPath, out)
 			}
@@ -571,12 +594,6 @@ func TestInitOtherCommand(t *testing.T) {
 			cfg = e.readConfig()
 			if !strings.Contains(cfg, tc.want) || !strings.HasSuffix(cfg, "\ndefaultAgent: cursor\n") {
 				t.Errorf("init --agent %s: config.yaml =\n%s\nwant it to contain %q", tc.onPath, cfg, tc.want)
-			}
-			// The entry runs the program on PATH.
-			if tc.onPath == "cursor-agent" {
-				if got := e.ok("", "config", "get", "agents.cursor.command"); strings.TrimSpace(got) != "cursor-agent" {
-					t.Errorf("agents.cursor.command = %q", got)
-				}
 			}
 		})
 	}

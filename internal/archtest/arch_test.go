@@ -52,7 +52,10 @@ var internalAllowed = map[string][]string{
 	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI, the HTTP API and the worker's log
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
-	"internal/jsonschema":      {"golang.org/x/text"},
+	"internal/jsonschema": {"golang.org/x/text"},
+	// goldmark's Table, Strikethrough and TaskList extensions (v1.8.7), without
+	// the extension package's init
+	"internal/gfm":             {"github.com/yuin/goldmark"},
 	"internal/jsonschema/kind": {"golang.org/x/text"},
 	"internal/browsertest":     {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}, // the viewer's tests in a real headless Chromium
 	"internal/proctest":        {"thread", "cas"},                                               // run records' logs, for the tests of workers and servers

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"html/template"
 
+	"github.com/uncaged/uwf/internal/gfm"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
 )
@@ -23,8 +23,8 @@ const maxMarkdown = 1 << 20
 // Content-Security-Policy).
 var md = goldmark.New(
 	goldmark.WithExtensions(
-		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
-		extension.Strikethrough, extension.TaskList),
+		gfm.NewTable(gfm.WithTableCellAlignMethod(gfm.TableCellAlignAttribute)),
+		gfm.Strikethrough, gfm.TaskList),
 	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 1))),
 )
 

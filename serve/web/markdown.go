@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"html/template"
+	"sync"
 
 	"github.com/uncaged/uwf/internal/gfm"
 	"github.com/yuin/goldmark"
@@ -20,13 +21,16 @@ const maxMarkdown = 1 << 20
 // out, and a reader would lose what an agent wrote); links keep their URLs,
 // which the sanitiser checks. A column's alignment is an align attribute
 // (goldmark's default, a style attribute, is blocked by the page's
-// Content-Security-Policy).
-var md = goldmark.New(
-	goldmark.WithExtensions(
-		gfm.NewTable(gfm.WithTableCellAlignMethod(gfm.TableCellAlignAttribute)),
-		gfm.Strikethrough, gfm.TaskList),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 1))),
-)
+// Content-Security-Policy). It is built on first use, not when uwf starts
+// (issue 13).
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(
+			gfm.NewTable(gfm.WithTableCellAlignMethod(gfm.TableCellAlignAttribute)),
+			gfm.Strikethrough, gfm.TaskList),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 1))),
+	)
+})
 
 // RenderMarkdown renders untrusted markdown src to HTML that is safe to put
 // in a page: goldmark with raw HTML off, then an allowlist of the elements
@@ -40,7 +44,7 @@ func RenderMarkdown(src string) template.HTML {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
 	var b bytes.Buffer
-	if err := md.Convert([]byte(src), &b); err != nil {
+	if err := md().Convert([]byte(src), &b); err != nil {
 		// goldmark fails only when writing fails, which a buffer does not.
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}

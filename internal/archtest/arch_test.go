@@ -223,3 +223,54 @@ func isStd(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
 }
+
+// heavyInit lists packages uwf must not link, with why: a package's init
+// runs on every start of every command (Go has no lazy package init), and
+// these spend about a millisecond or more in theirs on what uwf does
+// without them (issue 13; bench/README.md, start-up).
+var heavyInit = map[string]string{
+	"github.com/microcosm-cc/bluemonday":    "regexps and maps at init; serve/web sanitises goldmark's output with its own allowlist",
+	"github.com/gorilla/css/scanner":        "bluemonday's CSS scanner, regexps at init",
+	"github.com/aymerick/douceur/parser":    "bluemonday's CSS parser",
+	"golang.org/x/net/html":                 "bluemonday's parser; serve/web's tests use it, the binary does not",
+	"github.com/yuin/goldmark/extension":    "linkify's regexps at init; internal/gfm holds the three extensions the viewer uses",
+	"github.com/santhosh-tekuri/jsonschema": "every draft's meta-schema compiled at init; internal/jsonschema compiles on first use",
+}
+
+// TestStartupDeps checks that the uwf binary links none of heavyInit.
+func TestStartupDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/uwf").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps %s/cmd/uwf listed %d packages, want the whole program's", module, len(deps))
+	}
+	for _, d := range deps {
+		for p, why := range heavyInit {
+			if d == p || strings.HasPrefix(d, p+"/v") && !strings.Contains(strings.TrimPrefix(d, p+"/v"), "/") {
+				t.Errorf("uwf links %s (imported through %s): %s", d, importers(deps, d), why)
+			}
+		}
+	}
+}
+
+// importers names, by go list, the packages among deps that import p.
+func importers(deps []string, p string) string {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		return "?"
+	}
+	var by []string
+	for _, l := range strings.Split(string(out), "\n") {
+		name, imports, ok := strings.Cut(l, ": ")
+		if ok && slices.Contains(strings.Fields(imports), p) {
+			by = append(by, name)
+		}
+	}
+	if len(by) == 0 {
+		return "a dependency"
+	}
+	return strings.Join(by, ", ")
+}

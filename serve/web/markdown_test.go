@@ -33,6 +33,10 @@ func TestRenderMarkdown(t *testing.T) {
 		{"iframe", `<iframe src="https://evil.example"></iframe>`, nil, []string{"<iframe"}},
 		{"svg shows as text", `<svg onload=alert(1)><script>alert(1)</script></svg>`, []string{"&lt;svg onload"}, []string{"<svg", "<script"}},
 		{"entity-encoded javascript", "[x](&#106;avascript:alert(1))", nil, []string{"javascript:", `href="&#106;`}},
+		{"column alignment as attributes", "| a | b |\n|:--|--:|\n| 1 | 2 |\n", []string{`<th align="left">a</th>`, `<td align="right">2</td>`}, []string{"style="}},
+		{"ordered list keeps its start", "3. three\n4. four\n", []string{`<ol start="3">`}, nil},
+		{"task list checkboxes, disabled", "- [x] done\n- [ ] todo\n", []string{`<input checked="" disabled="" type="checkbox"> done`, `<input disabled="" type="checkbox"> todo`}, nil},
+		{"fenced code loses its class", "```go\nx\n```\n", []string{"<pre><code>x\n</code></pre>"}, []string{"class="}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,8 +22,8 @@ import (
 //   - A link or image address is kept only when, decoded, it is http, https
 //     or relative (a path, a query, a fragment): javascript:, data:,
 //     vbscript:, mailto: and every other scheme are dropped, and so is an
-//     address with a control character or a space, which a browser might
-//     strip before reading the scheme. A link without an address is
+//     address with a control character, a space or a backslash, which a
+//     browser might strip or rewrite before reading the scheme. A link without an address is
 //     dropped with its end tag, its text kept; links get
 //     rel="nofollow noreferrer".
 //   - A checkbox (a task list's) is always disabled; an input of any other

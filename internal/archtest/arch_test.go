@@ -29,9 +29,9 @@ var allowed = map[string][]string{
 	"bench/backends": {"cas"}, // benchmarks comparing the backends (their tests import them)
 	"serve":          {"thread", "registry", "config", "cas", "store", "serve/web"},
 	// the viewer: pages rendered on the server from the engine; goldmark
-	// (internal/goldmark) renders markdown, which the viewer's own
-	// allowlist sanitises (untrusted store text)
-	"serve/web": {"thread", "registry", "moderator", "extract", "cas"},
+	// renders markdown, which the viewer's own allowlist sanitises
+	// (untrusted store text)
+	"serve/web": {"thread", "registry", "moderator", "extract", "cas", "github.com/yuin/goldmark"},
 	// the claim loop (SPEC §1): never serve
 	"worker": {"thread", "registry", "config", "cas", "store"},
 	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
@@ -52,7 +52,10 @@ var internalAllowed = map[string][]string{
 	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI, the HTTP API and the worker's log
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
-	"internal/jsonschema":      {"golang.org/x/text"},
+	"internal/jsonschema": {"golang.org/x/text"},
+	// goldmark's Table, Strikethrough and TaskList extensions (v1.8.7), without
+	// the extension package's init
+	"internal/gfm":             {"github.com/yuin/goldmark"},
 	"internal/jsonschema/kind": {"golang.org/x/text"},
 	"internal/browsertest":     {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}, // the viewer's tests in a real headless Chromium
 	"internal/proctest":        {"thread", "cas"},                                               // run records' logs, for the tests of workers and servers
@@ -230,8 +233,6 @@ var heavyInit = map[string]string{
 	"github.com/gorilla/css/scanner":        "bluemonday's CSS scanner, regexps at init",
 	"github.com/aymerick/douceur/parser":    "bluemonday's CSS parser",
 	"golang.org/x/net/html":                 "bluemonday's parser; serve/web's tests use it, the binary does not",
-	"github.com/yuin/goldmark/util":         "a case-folding map at init; internal/goldmark/util builds it on first use",
-	"github.com/yuin/goldmark/parser":       "HTML-block regexps at init; internal/goldmark/parser compiles them on first use",
 	"github.com/yuin/goldmark/extension":    "linkify's regexps at init; internal/gfm holds the three extensions the viewer uses",
 	"github.com/santhosh-tekuri/jsonschema": "every draft's meta-schema compiled at init; internal/jsonschema compiles on first use",
 }

@@ -3,9 +3,9 @@ package gfm
 import (
 	"testing"
 
-	"github.com/uncaged/uwf/internal/goldmark"
-	"github.com/uncaged/uwf/internal/goldmark/renderer/html"
-	"github.com/uncaged/uwf/internal/goldmark/testutil"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/testutil"
 )
 
 func TestStrikethrough(t *testing.T) {

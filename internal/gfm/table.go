@@ -6,14 +6,14 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/uncaged/uwf/internal/goldmark"
-	gast "github.com/uncaged/uwf/internal/goldmark/ast"
-	"github.com/uncaged/uwf/internal/goldmark/extension/ast"
-	"github.com/uncaged/uwf/internal/goldmark/parser"
-	"github.com/uncaged/uwf/internal/goldmark/renderer"
-	"github.com/uncaged/uwf/internal/goldmark/renderer/html"
-	"github.com/uncaged/uwf/internal/goldmark/text"
-	"github.com/uncaged/uwf/internal/goldmark/util"
+	"github.com/yuin/goldmark"
+	gast "github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 var escapedPipeCellListKey = parser.NewContextKey()

@@ -3,14 +3,14 @@ package gfm
 import (
 	"testing"
 
-	"github.com/uncaged/uwf/internal/goldmark"
-	"github.com/uncaged/uwf/internal/goldmark/ast"
-	east "github.com/uncaged/uwf/internal/goldmark/extension/ast"
-	"github.com/uncaged/uwf/internal/goldmark/parser"
-	"github.com/uncaged/uwf/internal/goldmark/renderer/html"
-	"github.com/uncaged/uwf/internal/goldmark/testutil"
-	"github.com/uncaged/uwf/internal/goldmark/text"
-	"github.com/uncaged/uwf/internal/goldmark/util"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/renderer/html"
+	"github.com/yuin/goldmark/testutil"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 func TestTable(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 	"sync"
 
 	"github.com/uncaged/uwf/internal/gfm"
-	"github.com/uncaged/uwf/internal/goldmark"
-	"github.com/uncaged/uwf/internal/goldmark/ast"
-	"github.com/uncaged/uwf/internal/goldmark/renderer"
-	"github.com/uncaged/uwf/internal/goldmark/util"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
 )
 
 // maxMarkdown bounds the text rendered as markdown; a longer text is shown

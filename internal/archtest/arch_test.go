@@ -29,9 +29,9 @@ var allowed = map[string][]string{
 	"bench/backends": {"cas"}, // benchmarks comparing the backends (their tests import them)
 	"serve":          {"thread", "registry", "config", "cas", "store", "serve/web"},
 	// the viewer: pages rendered on the server from the engine; goldmark
-	// renders markdown and bluemonday sanitises it (untrusted store text)
-	"serve/web": {"thread", "registry", "moderator", "extract", "cas",
-		"github.com/yuin/goldmark", "github.com/microcosm-cc/bluemonday"},
+	// renders markdown, which the viewer's own allowlist sanitises
+	// (untrusted store text)
+	"serve/web": {"thread", "registry", "moderator", "extract", "cas", "github.com/yuin/goldmark"},
 	// the claim loop (SPEC §1): never serve
 	"worker": {"thread", "registry", "config", "cas", "store"},
 	"thread": {"cas", "registry", "config", "moderator", "agent", "extract", "github.com/oklog/ulid/v2"},
@@ -52,7 +52,10 @@ var internalAllowed = map[string][]string{
 	"internal/usermsg":    {"cas"},                     // errors in the user's words, for the CLI, the HTTP API and the worker's log
 
 	// santhosh-tekuri/jsonschema v6.0.3, whose messages use x/text
-	"internal/jsonschema":      {"golang.org/x/text"},
+	"internal/jsonschema": {"golang.org/x/text"},
+	// goldmark's Table, Strikethrough and TaskList extensions (v1.8.7), without
+	// the extension package's init
+	"internal/gfm":             {"github.com/yuin/goldmark"},
 	"internal/jsonschema/kind": {"golang.org/x/text"},
 	"internal/browsertest":     {"github.com/chromedp/chromedp", "github.com/chromedp/cdproto"}, // the viewer's tests in a real headless Chromium
 	"internal/proctest":        {"thread", "cas"},                                               // run records' logs, for the tests of workers and servers
@@ -70,10 +73,11 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 // the viewer's tests drive a real headless Chromium; serve's tests make
 // thread IDs of their own (fixed, for golden files, and in the viewer's,
 // so what the synth agent makes up is the same each run); uwf's tests draw
-// progress bars on a pseudo-terminal.
+// progress bars on a pseudo-terminal; the viewer's fuzz tests parse the
+// sanitiser's output with golang.org/x/net/html, as a browser parses it.
 var testOnly = map[string][]string{
 	"cmd/uwf":   {"github.com/creack/pty"}, // uwf init's questions and the progress bars on a real pseudo-terminal
-	"serve/web": {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
+	"serve/web": {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp", "golang.org/x/net/html"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 }
 
@@ -218,4 +222,55 @@ func allowedModule(rules []string, imp string) bool {
 func isStd(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
+}
+
+// heavyInit lists packages uwf must not link, with why: a package's init
+// runs on every start of every command (Go has no lazy package init), and
+// these spend about a millisecond or more in theirs on what uwf does
+// without them (issue 13; bench/README.md, start-up).
+var heavyInit = map[string]string{
+	"github.com/microcosm-cc/bluemonday":    "regexps and maps at init; serve/web sanitises goldmark's output with its own allowlist",
+	"github.com/gorilla/css/scanner":        "bluemonday's CSS scanner, regexps at init",
+	"github.com/aymerick/douceur/parser":    "bluemonday's CSS parser",
+	"golang.org/x/net/html":                 "bluemonday's parser; serve/web's tests use it, the binary does not",
+	"github.com/yuin/goldmark/extension":    "linkify's regexps at init; internal/gfm holds the three extensions the viewer uses",
+	"github.com/santhosh-tekuri/jsonschema": "every draft's meta-schema compiled at init; internal/jsonschema compiles on first use",
+}
+
+// TestStartupDeps checks that the uwf binary links none of heavyInit.
+func TestStartupDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/uwf").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps %s/cmd/uwf listed %d packages, want the whole program's", module, len(deps))
+	}
+	for _, d := range deps {
+		for p, why := range heavyInit {
+			if d == p || strings.HasPrefix(d, p+"/v") && !strings.Contains(strings.TrimPrefix(d, p+"/v"), "/") {
+				t.Errorf("uwf links %s (imported through %s): %s", d, importers(deps, d), why)
+			}
+		}
+	}
+}
+
+// importers names, by go list, the packages among deps that import p.
+func importers(deps []string, p string) string {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		return "?"
+	}
+	var by []string
+	for _, l := range strings.Split(string(out), "\n") {
+		name, imports, ok := strings.Cut(l, ": ")
+		if ok && slices.Contains(strings.Fields(imports), p) {
+			by = append(by, name)
+		}
+	}
+	if len(by) == 0 {
+		return "a dependency"
+	}
+	return strings.Join(by, ", ")
 }

@@ -14,7 +14,8 @@
 //
 // Everything read from the store is untrusted: agents hold UWF_STORE and
 // can write any node. Markdown is rendered by goldmark with raw HTML off
-// and the result sanitised by bluemonday ([RenderMarkdown]); everything
+// and the result sanitised by an allowlist of the elements and attributes
+// goldmark writes, anything else escaped as text ([RenderMarkdown]); everything
 // else goes through html/template's contextual escaping; SVG labels are
 // escaped; the script never builds HTML from strings (it sets textContent,
 // or inserts a fragment this package rendered); and every response carries

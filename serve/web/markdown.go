@@ -3,13 +3,11 @@ package web
 import (
 	"bytes"
 	"html/template"
-	"net/url"
 	"sync"
 
-	"github.com/microcosm-cc/bluemonday"
+	"github.com/uncaged/uwf/internal/gfm"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
 )
@@ -18,54 +16,39 @@ import (
 // as plain text (escaped), which costs nothing to render.
 const maxMarkdown = 1 << 20
 
-var (
-	// md renders CommonMark with GitHub tables, strikethrough and task
-	// lists. Raw HTML is off: it is shown as the text it is (goldmark
-	// would leave it out, and a reader would lose what an agent wrote);
-	// links keep their URLs, which the sanitiser checks.
-	md = goldmark.New(
-		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList),
+// md renders CommonMark with GitHub tables, strikethrough and task lists.
+// Raw HTML is off: it is shown as the text it is (goldmark would leave it
+// out, and a reader would lose what an agent wrote); links keep their URLs,
+// which the sanitiser checks. A column's alignment is an align attribute
+// (goldmark's default, a style attribute, is blocked by the page's
+// Content-Security-Policy). It is built on first use, not when uwf starts
+// (issue 13).
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(
+			gfm.NewTable(gfm.WithTableCellAlignMethod(gfm.TableCellAlignAttribute)),
+			gfm.Strikethrough, gfm.TaskList),
 		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(rawAsText{}, 1))),
 	)
-
-	policyOnce sync.Once
-	policy     *bluemonday.Policy
-)
-
-// sanitiser returns the policy every rendered text goes through:
-// bluemonday's user-content policy (no script, no style, no event
-// handlers, http, https and relative links only), links opened without a
-// referrer and marked nofollow, task-list checkboxes kept (disabled).
-func sanitiser() *bluemonday.Policy {
-	policyOnce.Do(func() {
-		p := bluemonday.UGCPolicy()
-		// UGCPolicy allows http, https and mailto; a scheme with a
-		// policy that accepts nothing is refused.
-		p.AllowURLSchemeWithCustomPolicy("mailto", func(*url.URL) bool { return false })
-		p.RequireNoReferrerOnLinks(true)
-		p.RequireNoFollowOnLinks(true)
-		p.AllowAttrs("type").Matching(bluemonday.SpaceSeparatedTokens).OnElements("input")
-		p.AllowAttrs("checked", "disabled").OnElements("input")
-		policy = p
-	})
-	return policy
-}
+})
 
 // RenderMarkdown renders untrusted markdown src to HTML that is safe to put
-// in a page: goldmark with raw HTML off, then bluemonday's user-content
-// policy (so neither a `<script>`, an event handler nor a `javascript:`
-// link survives, whatever the renderer let through). A text longer than
-// 1 MiB is escaped as plain text instead. It is safe for concurrent use.
+// in a page: goldmark with raw HTML off, then an allowlist of the elements
+// and attributes goldmark writes (see sanitise), so neither a `<script>`,
+// an event handler nor a `javascript:`, `data:` or `mailto:` link
+// survives, whatever the renderer let through; links are marked
+// rel="nofollow noreferrer". A text longer than 1 MiB is escaped as plain
+// text instead. It is safe for concurrent use.
 func RenderMarkdown(src string) template.HTML {
 	if len(src) > maxMarkdown {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
 	var b bytes.Buffer
-	if err := md.Convert([]byte(src), &b); err != nil {
+	if err := md().Convert([]byte(src), &b); err != nil {
 		// goldmark fails only when writing fails, which a buffer does not.
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
-	return template.HTML(sanitiser().SanitizeBytes(b.Bytes()))
+	return template.HTML(sanitise(b.String()))
 }
 
 // rawAsText renders raw HTML, inline or as a block, as escaped text. Its

@@ -33,6 +33,10 @@ func TestRenderMarkdown(t *testing.T) {
 		{"iframe", `<iframe src="https://evil.example"></iframe>`, nil, []string{"<iframe"}},
 		{"svg shows as text", `<svg onload=alert(1)><script>alert(1)</script></svg>`, []string{"&lt;svg onload"}, []string{"<svg", "<script"}},
 		{"entity-encoded javascript", "[x](&#106;avascript:alert(1))", nil, []string{"javascript:", `href="&#106;`}},
+		{"column alignment as attributes", "| a | b |\n|:--|--:|\n| 1 | 2 |\n", []string{`<th align="left">a</th>`, `<td align="right">2</td>`}, []string{"style="}},
+		{"ordered list keeps its start", "3. three\n4. four\n", []string{`<ol start="3">`}, nil},
+		{"task list checkboxes, disabled", "- [x] done\n- [ ] todo\n", []string{`<input checked="" disabled="" type="checkbox"> done`, `<input disabled="" type="checkbox"> todo`}, nil},
+		{"fenced code loses its class", "```go\nx\n```\n", []string{"<pre><code>x\n</code></pre>"}, []string{"class="}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,17 +70,25 @@ func TestRenderMarkdownHuge(t *testing.T) {
 }
 
 // FuzzRenderMarkdown feeds the renderer hostile markdown: whatever comes in,
-// no script element, event handler or javascript: URL comes out.
+// no script element, event handler or javascript: URL comes out, and the
+// output parsed as a browser parses it holds only the sanitiser's elements
+// and attributes (web.SafeHTMLErr).
 func FuzzRenderMarkdown(f *testing.F) {
 	for _, s := range []string{
 		"<script>alert(1)</script>", `<img src=x onerror=alert(1)>`, "[a](javascript:alert(1))",
 		"<a href='jav&#x09;ascript:alert(1)'>x</a>", "```html\n<script>\n```", "<svg/onload=alert(1)>",
 		"[x]( javascript:alert(1) )", "<<script>script>alert(1)<</script>/script>", "> <details open ontoggle=alert(1)>",
+		"| a | b |\n|:-|-:|\n| [x](javascript:y) | ![i](data:x) |\n", "- [x] done\n- [ ] <b>todo</b>\n", "3. [t](/x \"=\" onclick=\"y\")\n",
+		"<a@example.com> <https://example.com/?a=1&b=2>", "```js\" onload=x\nz\n```\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		got := strings.ToLower(string(web.RenderMarkdown(in)))
+		out := string(web.RenderMarkdown(in))
+		if err := web.SafeHTMLErr(out); err != nil {
+			t.Fatalf("RenderMarkdown(%q) = %q: %v", in, out, err)
+		}
+		got := strings.ToLower(out)
 		// Text has its "<" escaped, so every "<" starts a tag the
 		// sanitiser let through.
 		for _, tag := range tagRE.FindAllString(got, -1) {

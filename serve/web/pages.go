@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
@@ -937,8 +938,11 @@ type nodePage struct {
 	IsText  bool
 }
 
-// hashInJSON finds a quoted hash in JSON text escaped for HTML.
-var hashInJSON = regexp.MustCompile(`&#34;([0-9A-HJKMNP-TV-Z]{13})&#34;`)
+// hashInJSON finds a quoted hash in JSON text escaped for HTML. It is
+// compiled on first use, not when uwf starts (issue 13).
+var hashInJSON = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`&#34;([0-9A-HJKMNP-TV-Z]{13})&#34;`)
+})
 
 func (h *Handler) node(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -962,7 +966,7 @@ func (h *Handler) node(w http.ResponseWriter, r *http.Request) {
 	// The JSON is escaped first; only a quoted hash that is one of the
 	// node's edges (checked, 13 Base32 characters) becomes a link.
 	esc := template.HTMLEscapeString(pretty(map[string]any{"type": n.Type.String(), "payload": n.Payload}))
-	p.JSON = template.HTML(hashInJSON.ReplaceAllStringFunc(esc, func(m string) string {
+	p.JSON = template.HTML(hashInJSON().ReplaceAllStringFunc(esc, func(m string) string {
 		hs := m[5 : len(m)-5]
 		if !linked[hs] {
 			return m

@@ -469,6 +469,13 @@ func testGCDropsOrphanDerived(t *testing.T, g *gcEnv) {
 		}
 	}
 	want := sorted(append(slices.Clone(orphans), kept...))
+	// Fsck counts the entries whose subject is gone now (n and g are
+	// still there), as a warning.
+	if rep, err := repo.Fsck(ctx, nil); err != nil {
+		t.Errorf("Fsck: %v", err)
+	} else if rep.OrphanDerived != 2 || !rep.OK() {
+		t.Errorf("Fsck: %v, orphan derived-cache entries %d, problems %v; want 2 (never's, castest/gone's) and no problem", err, rep.OrphanDerived, rep.Problems)
+	}
 	st, err := repo.GC(ctx, &cas.GCOptions{Grace: -1, BatchSize: 1, DryRun: true})
 	if err != nil {
 		t.Fatalf("GC --dry-run: %v", err)
@@ -522,5 +529,10 @@ func testGCDropsOrphanDerived(t *testing.T, g *gcEnv) {
 	}
 	if got := derivedKeys(t, d); !slices.Equal(got, sorted(kept)) {
 		t.Errorf("after a second GC the cache holds %q, want %q", got, sorted(kept))
+	}
+	if rep, err := repo.Fsck(ctx, nil); err != nil {
+		t.Errorf("Fsck after GC: %v", err)
+	} else if rep.OrphanDerived != 0 {
+		t.Errorf("Fsck after GC: %v, orphan derived-cache entries %d; want 0", err, rep.OrphanDerived)
 	}
 }

@@ -303,10 +303,11 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 			Refs           int       `json:"refs"`
 			TempFiles      int       `json:"tempFiles"`
 			StaleTempFiles int       `json:"staleTempFiles"`
+			OrphanCache    int       `json:"orphanCacheEntries"`
 			Problems       []problem `json:"problems"`
 			Dangling       *[]dangle `json:"dangling,omitempty"`
 			Repaired       *[]string `json:"repaired,omitempty"` // with --repair only
-		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps, ds, repairedJSON})
+		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, rep.OrphanDerived, ps, ds, repairedJSON})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())
@@ -317,6 +318,13 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 		if rep.TempFiles > 0 {
 			fmt.Fprintf(w, "temporary files: %d (%d over an hour old: left by crashed writers; gc removes them)\n",
 				rep.TempFiles, rep.StaleTempFiles)
+		}
+		if n := rep.OrphanDerived; n > 0 {
+			entries := "entries"
+			if n == 1 {
+				entries = "entry"
+			}
+			fmt.Fprintf(w, "warning: derived cache: %d %s of nodes or refs that are gone (not a problem: gc drops them)\n", n, entries)
 		}
 		_, err = fmt.Fprintf(w, "checked %d objects and %d refs: %d problem%s\n",
 			rep.Objects, rep.Refs, len(rep.Problems), plural(len(rep.Problems)))

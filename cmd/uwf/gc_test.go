@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
 )
 
 // TestTempFilesReported: fsck counts the disk store's temporary files
@@ -155,6 +156,11 @@ func TestGCDropsCacheEntries(t *testing.T) {
 		t.Fatalf("gc printed %q, want a line %q", out, label+":")
 		return 0
 	}
+	// fsck names them only once GC collected their nodes: now they are
+	// only unreachable.
+	if out := e.ok("", "cas", "fsck"); strings.Contains(out, "warning: derived cache") {
+		t.Errorf("fsck before gc printed %q, want no warning about the cache", out)
+	}
 	out := e.ok("", "cas", "gc", "--dry-run", "--grace", "0", "--log-retention", "0")
 	if n := dropped(out, "would drop cache"); n != kept || cacheFiles() != kept {
 		t.Errorf("gc --dry-run: would drop %d of %d entries, %d left; want all %d, none dropped", n, kept, cacheFiles(), kept)
@@ -166,5 +172,25 @@ func TestGCDropsCacheEntries(t *testing.T) {
 	out = e.ok("", "cas", "gc", "--json")
 	if !strings.Contains(out, `"cacheEntriesDropped":0,`) {
 		t.Errorf("a second gc --json printed %q, want cacheEntriesDropped 0", out)
+	}
+	// An entry of a node that is gone (an older build's GC left it): fsck
+	// warns and exits 0; the next gc drops it.
+	d, err := disk.Open(e.storeDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.PutDerived(t.Context(), "chain/"+cas.Sum([]byte("gone")).String(), []byte("{}"))
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.Contains(out, "warning: derived cache: 1 entry of nodes or refs that are gone (not a problem: gc drops them)\n") {
+		t.Errorf("fsck printed %q, want a warning about one orphan cache entry", out)
+	}
+	if out := e.ok("", "cas", "fsck", "--json"); !strings.Contains(out, `"orphanCacheEntries":1,`) {
+		t.Errorf("fsck --json printed %q, want orphanCacheEntries 1", out)
+	}
+	if out := e.ok("", "cas", "gc"); dropped(out, "cache dropped") != 1 {
+		t.Errorf("gc printed %q, want one cache entry dropped", out)
 	}
 }

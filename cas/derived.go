@@ -3,6 +3,8 @@ package cas
 import (
 	"context"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -11,7 +13,8 @@ import (
 // higher layer computed from nodes and refs (a thread's step counts, where
 // it was forked) and keeps to save recomputing them. It is not part of the
 // format: deleting any entry, or all of them, loses nothing; export and
-// import do not carry it; GC and fsck ignore it. An entry may be missing,
+// import do not carry it; fsck does not verify it, and [Repo.GC] drops the
+// entries of nodes and refs that are gone. An entry may be missing,
 // stale, torn or forged, so every reader checks it against the nodes it
 // describes and recomputes it when it does not hold.
 //
@@ -20,7 +23,8 @@ import (
 // current incarnation of ref name, and [Repo.Refs] drops them whenever the
 // ref is created, deleted, replaced or has log entries imported; other
 // kinds (such as "chain/<hash>") describe immutable nodes, so they never go
-// stale, only bad.
+// stale, only bad; a key "<kind>/<HASH>" whose rest is a canonical hash
+// describes the node at that hash, and is an orphan once it is gone.
 //
 // A [Store] that also implements Derived keeps the entries with it (a disk
 // store in a folder, PostgreSQL in a table); [Repo.Derived] gives any other
@@ -31,8 +35,14 @@ type Derived interface {
 	// PutDerived sets the entry at key to data, replacing any. It need not
 	// be durable: a lost entry is recomputed.
 	PutDerived(ctx context.Context, key string, data []byte) error
-	// DropDerived removes the entry at key, if any.
-	DropDerived(ctx context.Context, key string) error
+	// DropDerived removes the entries at keys, those there are.
+	DropDerived(ctx context.Context, keys ...string) error
+	// DerivedKeys lists the keys of the entries, in no set order; an
+	// entry put or dropped during the listing may or may not be listed. A
+	// listing that fails yields the error and stops. It holds no lock and
+	// a persistent store's keeps at most a page of keys in
+	// memory (a folder's, a query's).
+	DerivedKeys(ctx context.Context) iter.Seq2[string, error]
 }
 
 // MaxDerivedKeyLen is the longest key a [Derived] cache accepts.
@@ -109,14 +119,43 @@ func (d *memDerived) PutDerived(ctx context.Context, key string, data []byte) er
 	return nil
 }
 
-func (d *memDerived) DropDerived(ctx context.Context, key string) error {
+func (d *memDerived) DropDerived(ctx context.Context, keys ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	for _, k := range keys {
+		if err := ValidateDerivedKey(k); err != nil {
+			return err
+		}
+	}
 	d.mu.Lock()
-	delete(d.m, key)
+	for _, k := range keys {
+		delete(d.m, k)
+	}
 	d.mu.Unlock()
 	return nil
+}
+
+// DerivedKeys lists the keys of a snapshot of the cache, sorted.
+func (d *memDerived) DerivedKeys(ctx context.Context) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		d.mu.Lock()
+		keys := make([]string, 0, len(d.m))
+		for k := range d.m {
+			keys = append(keys, k)
+		}
+		d.mu.Unlock()
+		slices.Sort(keys)
+		for _, k := range keys {
+			if err := ctx.Err(); err != nil {
+				yield("", err)
+				return
+			}
+			if !yield(k, nil) {
+				return
+			}
+		}
+	}
 }
 
 // repoDerivedSize bounds the in-memory cache [Repo.Derived] gives a store

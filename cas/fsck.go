@@ -64,6 +64,11 @@ type FsckReport struct {
 	// Neither is a problem; both are 0 for a backend without them
 	// ([TempCounter]).
 	TempFiles, StaleTempFiles int
+	// OrphanDerived counts the entries of the derived cache ([Derived])
+	// whose node or ref is gone: left by a GC of an older build, or by a
+	// ref removed behind the Repo's back. Not a problem: the cache is
+	// droppable, and the next GC drops them.
+	OrphanDerived int
 	// Dangling lists, when [FsckOptions.Dangling] asks for them, the nodes
 	// that no ref reaches and no other node refers to (the tips of what GC
 	// would collect once no log entry names them, like git's dangling
@@ -332,6 +337,12 @@ func (r *Repo) Fsck(ctx context.Context, opts *FsckOptions) (*FsckReport, error)
 		if rep.TempFiles, rep.StaleTempFiles, err = tc.CountTemps(ctx); err != nil {
 			return nil, fmt.Errorf("fsck: count temporary files: %w", err)
 		}
+	}
+	// Counted as GC's dry run counts them, against refs and nodes as they
+	// are now (no listing of objects to spare the look-ups: fsck's is
+	// done).
+	if rep.OrphanDerived, err = r.dropOrphanDerived(ctx, nil, named, true, nil); err != nil {
+		return nil, fmt.Errorf("fsck: count derived-cache entries of what is gone: %w", err)
 	}
 	rep.Problems = append(rep.Problems, builtinProblems...)
 	for i := range rep.Problems {

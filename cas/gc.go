@@ -63,8 +63,12 @@ type GCStats struct {
 	// [StaleTempAge] (crash leftovers) that GC removed (or, in a dry run,
 	// would remove); see [TempCleaner].
 	TempFilesRemoved int
-	Failures         []error // deletions that failed (objects, stale temporary files); GC went on past them
-	Duration         time.Duration
+	// DerivedDropped counts the entries of the derived cache ([Derived])
+	// that GC dropped (or, in a dry run, would drop) because the node or
+	// ref they describe is gone.
+	DerivedDropped int
+	Failures       []error // deletions that failed (objects, stale temporary files); GC went on past them
+	Duration       time.Duration
 }
 
 // gcObject is what GC keeps per listed object: 16 bytes, so the listing
@@ -80,11 +84,27 @@ type gcTable []gcObject
 
 // get returns the listed object at h (a zero one if it was not listed).
 func (t gcTable) get(h Hash) gcObject {
-	i, ok := slices.BinarySearchFunc(t, h, func(o gcObject, h Hash) int { return cmp.Compare(o.hash, h) })
+	i, ok := t.find(h)
 	if !ok {
 		return gcObject{}
 	}
-	return t[i]
+	o := t[i]
+	if o.size < 0 {
+		o.size = ^o.size
+	}
+	return o
+}
+
+func (t gcTable) find(h Hash) (int, bool) {
+	return slices.BinarySearchFunc(t, h, func(o gcObject, h Hash) int { return cmp.Compare(o.hash, h) })
+}
+
+// markGone notes that the listed object at h was deleted (or, in a dry
+// run, would be), in its size's sign: no memory beyond the table.
+func (t gcTable) markGone(h Hash) {
+	if i, ok := t.find(h); ok && t[i].size >= 0 {
+		t[i].size = ^t[i].size
+	}
 }
 
 // gcReadBatch is how many nodes GC reads at once ([GetBatch]) while it
@@ -116,6 +136,15 @@ const gcReadBatch = 128
 //     it reaches: its whole candidate subgraph is spared. So is the subgraph
 //     of a node whose deletion failed, so the store never holds a node
 //     whose edges are gone.
+//   - Then the entries of the derived cache ([Repo.Derived]) whose node or
+//     ref is gone are dropped, a batch at a time, without a lock: one
+//     whose subject GC listed and did not delete is kept unread, any
+//     other is looked up first, so an entry a writer adds for a new node
+//     stays; a race (a node put again just after the look-up) can only
+//     drop an entry of a live node, which costs a recomputation, never a
+//     wrong result, since readers check every entry against the nodes. A
+//     failure to list or drop them is one of the Failures. A dry run
+//     counts them.
 //   - Then the backend's temporary files older than [StaleTempAge] are
 //     removed, if it has any ([TempCleaner]); the age is fixed, never the
 //     grace period, so a live writer's file is never taken.
@@ -124,9 +153,10 @@ const gcReadBatch = 128
 //
 // The returned stats are valid even with an error from the ordering or the
 // sweep (an unreadable candidate, a cancelled context). GC reports its
-// progress to the [ProgressFunc] of ctx ([WithProgress]), if any, in four
+// progress to the [ProgressFunc] of ctx ([WithProgress]), if any, in five
 // phases: objects listed, nodes marked (no totals: neither is known up
-// front), candidates read and ordered, and candidates swept (of all). At debug level GC
+// front), candidates read and ordered, candidates swept (of all), and
+// derived-cache entries judged (no total). At debug level GC
 // logs its decisions: each candidate with its age, each delete, refusal,
 // spared subgraph and failure.
 func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
@@ -219,7 +249,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 	slices.SortFunc(objs, func(a, b gcObject) int { return cmp.Compare(a.hash, b.hash) })
 	objs = slices.CompactFunc(objs, func(a, b gcObject) bool { return a.hash == b.hash })
 	st.Scanned = len(objs)
-	refRoots, err := r.refRoots(ctx, logCutoff, prefixCutoffs)
+	refRoots, liveRefs, err := r.refRoots(ctx, logCutoff, prefixCutoffs)
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
@@ -259,11 +289,17 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		for _, h := range candidates {
 			st.Deleted++
 			st.BytesFreed += objs.get(h).size
+			objs.markGone(h)
 		}
 		if tc, ok := r.st.(TempCounter); ok {
 			if _, stale, err := tc.CountTemps(ctx); err == nil {
 				st.TempFilesRemoved = stale
 			}
+		}
+		pr.end()
+		pr = startProgress(ctx, "gc", "cache", "entries", 0)
+		if st.DerivedDropped, err = r.dropOrphanDerived(ctx, objs, liveRefs, true, pr); err != nil {
+			st.Failures = append(st.Failures, fmt.Errorf("find derived-cache entries of what would be gone: %w", err))
 		}
 		st.Duration = time.Since(began)
 		return st, nil
@@ -312,6 +348,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		if debug {
 			r.log.Debug("gc deleted", "hash", h, "size", objs.get(h).size)
 		}
+		objs.markGone(h)
 	}
 	// A batch holds candidates of one level only (no two of them parent
 	// and descendant), so a refused or failed parent is known before any
@@ -373,6 +410,13 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		}
 		unlock()
 	}
+	pr.end()
+	pr = startProgress(ctx, "gc", "cache", "entries", 0)
+	n, err := r.dropOrphanDerived(ctx, objs, liveRefs, false, pr)
+	st.DerivedDropped = n
+	if err != nil {
+		st.Failures = append(st.Failures, fmt.Errorf("drop derived-cache entries of what is gone: %w", err))
+	}
 	if tc, ok := r.st.(TempCleaner); ok {
 		n, err := tc.RemoveStaleTemps(ctx)
 		st.TempFilesRemoved = n
@@ -390,7 +434,7 @@ func (r *Repo) GC(ctx context.Context, opts *GCOptions) (*GCStats, error) {
 		return st, fmt.Errorf("gc: prune ref logs: %w", err)
 	}
 	r.log.Info("gc done", "scanned", st.Scanned, "reachable", st.Reachable, "deleted", st.Deleted,
-		"bytes", st.BytesFreed, "spared", st.Spared, "temps", st.TempFilesRemoved, "failures", len(st.Failures), "duration", st.Duration)
+		"bytes", st.BytesFreed, "spared", st.Spared, "temps", st.TempFilesRemoved, "derived", st.DerivedDropped, "failures", len(st.Failures), "duration", st.Duration)
 	return st, nil
 }
 
@@ -411,9 +455,10 @@ type root struct {
 // log is kept until the ref is restored or removed by force, and so are
 // its nodes. A ref that cannot be read fails it, naming every such ref
 // and nothing else: what it pointed at is unknown, so nothing may go.
-func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []PrefixCutoff) ([]root, error) {
-	var roots []root
-	live := map[string]bool{}
+//
+// live holds the name of every ref listed.
+func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []PrefixCutoff) (roots []root, live map[string]bool, err error) {
+	live = map[string]bool{}
 	var bad []error
 	for ref, err := range r.raw.List(ctx, "") {
 		var b *BadRefError
@@ -423,18 +468,18 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []Pre
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list refs: %w", err)
+			return nil, nil, fmt.Errorf("list refs: %w", err)
 		}
 		live[ref.Name] = true
 		roots = append(roots, root{hash: ref.Hash, from: "ref " + ref.Name})
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("%d ref%s cannot be read (restore them from their logs, or replace them by force), nothing deleted: %w",
+		return nil, nil, fmt.Errorf("%d ref%s cannot be read (restore them from their logs, or replace them by force), nothing deleted: %w",
 			len(bad), plural(len(bad)), errors.Join(bad...))
 	}
 	for name, err := range r.raw.Logs(ctx) {
 		if err != nil {
-			return nil, fmt.Errorf("list ref logs: %w", err)
+			return nil, nil, fmt.Errorf("list ref logs: %w", err)
 		}
 		cut := LogCutoff(name, logCutoff, prefixes).UnixMilli()
 		entries, err := r.raw.Log(ctx, name)
@@ -442,7 +487,7 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []Pre
 			if errors.Is(err, ErrNotFound) {
 				continue // pruned meanwhile
 			}
-			return nil, fmt.Errorf("read the log of %s: %w", name, err)
+			return nil, nil, fmt.Errorf("read the log of %s: %w", name, err)
 		}
 		if m := MissingRef(name, entries); !live[name] && m != nil {
 			roots = append(roots, root{hash: m.Logged, from: "the log of missing ref " + name, logOnly: true})
@@ -458,7 +503,7 @@ func (r *Repo) refRoots(ctx context.Context, logCutoff time.Time, prefixes []Pre
 			}
 		}
 	}
-	return roots, nil
+	return roots, live, nil
 }
 
 func plural(n int) string {

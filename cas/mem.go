@@ -679,7 +679,13 @@ func (s *MemStore) PutDerived(ctx context.Context, key string, data []byte) erro
 	return s.derived.PutDerived(ctx, key, data)
 }
 
-// DropDerived removes the [Derived] entry at key.
-func (s *MemStore) DropDerived(ctx context.Context, key string) error {
-	return s.derived.DropDerived(ctx, key)
+// DropDerived removes the [Derived] entries at keys.
+func (s *MemStore) DropDerived(ctx context.Context, keys ...string) error {
+	return s.derived.DropDerived(ctx, keys...)
+}
+
+// DerivedKeys lists the keys of the [Derived] entries, sorted (a snapshot
+// taken when the listing starts).
+func (s *MemStore) DerivedKeys(ctx context.Context) iter.Seq2[string, error] {
+	return s.derived.DerivedKeys(ctx)
 }

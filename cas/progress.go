@@ -11,11 +11,11 @@ import (
 type Progress struct {
 	// Op is the operation: "gc", "fsck", "import", "export" or "walk".
 	Op string `json:"op"`
-	// Phase is the step of Op: gc "list", "mark", "order", "sweep"; fsck
+	// Phase is the step of Op: gc "list", "mark", "order", "sweep", "cache"; fsck
 	// "objects", "refs"; export "order", "write"; import "objects"; walk
 	// "nodes".
 	Phase string `json:"phase"`
-	// Unit is what Done counts: "objects", "nodes", "refs".
+	// Unit is what Done counts: "objects", "nodes", "refs", "entries".
 	Unit string `json:"unit"`
 	// Done is how many items the phase has done.
 	Done int64 `json:"done"`

@@ -68,6 +68,12 @@ func TestProgress(t *testing.T) {
 	f.setRef("list", list)
 	f.clock.Advance(2 * time.Hour)         // past the grace: 39 texts are garbage
 	b := len(cas.BuiltinsAt(cas.FormatV1)) // a fresh store holds version 1's
+	// Two derived-cache entries: one of a node that goes, one of a node that stays.
+	for _, h := range []cas.Hash{hs[0], hs[1]} {
+		if err := f.repo.Derived().PutDerived(f.ctx, "chain/"+h.String(), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	var l progressLog
 	st, err := f.repo.GC(l.ctx(f.ctx), nil)
@@ -79,9 +85,13 @@ func TestProgress(t *testing.T) {
 		fmt.Sprintf("gc/mark %d/0", st.Reachable),
 		"gc/order 39/39",
 		"gc/sweep 39/39",
+		"gc/cache 2/0",
 	}
 	if got := l.phases(t); !slices.Equal(got, want) {
 		t.Errorf("GC phases %q, want %q", got, want)
+	}
+	if st.DerivedDropped != 1 {
+		t.Errorf("GC dropped %d derived-cache entries, want 1 (the swept node's)", st.DerivedDropped)
 	}
 
 	l = progressLog{}

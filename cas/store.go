@@ -121,6 +121,31 @@ func GetBatch(ctx context.Context, s Getter, hs []Hash) (data [][]byte, errs []e
 	return data, errs, nil
 }
 
+// BatchHaser is a [Store] fast path for looking up many objects at once
+// (GC looks up the nodes of derived-cache entries a batch at a time).
+// HasBatch reports, for each hash of hs in order, whether an object is
+// stored there, as Has does.
+type BatchHaser interface {
+	HasBatch(ctx context.Context, hs []Hash) ([]bool, error)
+}
+
+// HasBatch looks up every hash of hs as [BatchHaser] specifies, with s's
+// HasBatch if it has one, else with one Has each.
+func HasBatch(ctx context.Context, s Store, hs []Hash) ([]bool, error) {
+	if b, ok := s.(BatchHaser); ok {
+		return b.HasBatch(ctx, hs)
+	}
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		ok, err := s.Has(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ok
+	}
+	return out, nil
+}
+
 // LinkedPutter is a [Store] fast path for [Repo.PutNode] and
 // [Repo.PutNodes]: PutLinked does what the repo otherwise does in many
 // calls, in one atomic step under the store-wide shared lock (which it

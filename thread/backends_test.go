@@ -43,6 +43,7 @@ func TestBackends(t *testing.T) {
 		{"ParallelReviewExample", testParallelReviewExample},
 		{"ParallelFailureCollected", testParallelFailureCollected},
 		{"RaceCancelsLosers", testRaceCancelsLosers},
+		{"GCDropsStepCache", testGCDropsStepCache},
 	}
 	for _, backend := range []string{"disk", "postgres"} {
 		t.Run(backend, func(t *testing.T) {

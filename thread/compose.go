@@ -708,6 +708,10 @@ func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position,
 	if err := e.commit(ctx, id, jh, &j.Chain, "join "+call.Role); err != nil {
 		return nil, err
 	}
+	// The call's own failure record (an earlier attempt whose branches
+	// failed) is settled too: it goes, logged, as a completed merge's
+	// MERGE_HEAD does.
+	e.clearCallFailure(ctx, id, cn.Hash, settledPrefix+call.Role+"@"+jh.String())
 	// From now on the join's edges keep the branches: their refs go, and
 	// the records of their failed attempts with them.
 	for i, r := range results {
@@ -985,6 +989,106 @@ func (e *Engine) joinHash(ctx context.Context, cn *Node, j *Join) cas.Hash {
 
 // joinedPrefix starts the log message of a branch ref the join removed.
 const joinedPrefix = "joined into "
+
+// settledPrefix starts the log message of a thread's failures/ ref that
+// the join of the failed call removed.
+const settledPrefix = "settled by join "
+
+// clearCallFailure removes thread id's failure record (failures/<id>)
+// after the join of call cn committed, if the record is a failure of that
+// call (see [Engine.failureOfCall]), with a compare-and-swap from the
+// record read: a failure recorded meanwhile stays. Its log entry keeps the
+// failure node for the log's retention. A failure to remove it is logged,
+// not returned: the join stands, and [Engine.Show] does not report a
+// failure of a joined call.
+func (e *Engine) clearCallFailure(ctx context.Context, id string, cn cas.Hash, msg string) {
+	name := FailurePrefix + id
+	fh, err := e.refs.Get(ctx, name)
+	if err != nil {
+		if !errors.Is(err, cas.ErrNotFound) {
+			e.log.Info("failure record left after the join", "thread", id, "error", err)
+		}
+		return
+	}
+	f, err := e.failure(ctx, fh)
+	if err == nil {
+		var of bool
+		if of, err = e.failureOfCall(ctx, f, cn); err == nil && !of {
+			return // another failure's record: not this call's to settle
+		}
+	}
+	if err == nil {
+		err = e.refs.CompareAndSwap(ctx, name, fh, 0, msg)
+	}
+	if err != nil {
+		e.log.Info("failure record left after the join", "thread", id, "error", err)
+	}
+}
+
+// failure reads the failure node at fh.
+func (e *Engine) failure(ctx context.Context, fh cas.Hash) (*Failure, error) {
+	fn, err := e.repo.Get(ctx, fh)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeFailure(fn)
+}
+
+// failureOfCall reports whether failure f was recorded while call cn was
+// pending: at the call, or at a mark after it (a resume).
+func (e *Engine) failureOfCall(ctx context.Context, f *Failure, cn cas.Hash) (bool, error) {
+	if f.Head == cn {
+		return true, nil
+	}
+	hn, err := e.Node(ctx, f.Head)
+	if err != nil {
+		return false, err
+	}
+	if hn.Kind != KindMark {
+		return false, nil
+	}
+	pc, err := e.pendingCall(ctx, hn)
+	if err != nil || pc == nil {
+		return false, err
+	}
+	return pc.Hash == cn, nil
+}
+
+// joinedCall reports whether f is the failure of a call that the chain
+// ending at head has since joined: a stale record (one an older build
+// left, or whose removal after the join failed). It reads the failure's
+// head, back to its call, and the nodes of the chain from the call's depth
+// up to the join (the call and its marks: usually two or three), each
+// through the skip pointers.
+func (e *Engine) joinedCall(ctx context.Context, f *Failure, head *Node) (bool, error) {
+	if f.Head == head.Hash {
+		return false, nil
+	}
+	fn, err := e.Node(ctx, f.Head)
+	if err != nil {
+		return false, err
+	}
+	cn, err := e.pendingCall(ctx, fn)
+	if err != nil || cn == nil || cn.Depth() >= head.Depth() {
+		return false, err
+	}
+	if at, err := e.Ancestor(ctx, head.Hash, cn.Depth()); err != nil || at.Hash != cn.Hash {
+		return false, err // not on this chain (a fork's, say)
+	}
+	for d := cn.Depth() + 1; d <= head.Depth(); d++ {
+		n, err := e.Ancestor(ctx, head.Hash, d)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case n.Kind == KindJoin && n.Join.Call == cn.Hash:
+			return true, nil
+		case n.Kind != KindMark:
+			return false, nil
+		}
+	}
+	return false, nil
+}
 
 // Parent is the call a branch thread runs under.
 type Parent struct {

@@ -314,9 +314,33 @@ func testParallelFailureCollected(t *testing.T, te *tenv) {
 	if got := kinds(te.nodes(te.head(id))); !slices.Equal(got, []string{"start", "call:stage", "mark:resumed", "join:stage", "mark:done"}) {
 		t.Errorf("chain = %q", got)
 	}
-	// The branches' failure records went with their refs at the join.
-	if got := te.refNames(thread.FailurePrefix); !slices.Equal(got, []string{thread.FailurePrefix + id}) {
-		t.Errorf("failure refs after the join = %q, want the parent's only", got)
+	// The branches' failure records went with their refs at the join, and
+	// the parent's, the failure of the call it joined, with them: logged,
+	// from the record it was.
+	if got := te.refNames(thread.FailurePrefix); len(got) != 0 {
+		t.Errorf("failure refs after the join = %q, want none", got)
+	}
+	fname := thread.FailurePrefix + id
+	flog, err := te.repo.Refs().Log(te.ctx, fname)
+	if err != nil || len(flog) == 0 {
+		t.Fatalf("log of %s: %v, %v", fname, flog, err)
+	}
+	last := flog[len(flog)-1]
+	if last.Old != info.FailureHash || !last.New.IsZero() || !strings.HasPrefix(last.Message, "settled by join stage@") {
+		t.Errorf("last entry of %s's log = %+v, want the failure %s removed by the join", fname, last, info.FailureHash)
+	}
+	info, err = te.e.Show(te.ctx, id)
+	if err != nil || info.LastFailure != nil {
+		t.Errorf("Show after the join: last failure %+v, %v; want none", info.LastFailure, err)
+	}
+	// A record the join could not remove (or an older build left) is
+	// stale: Show does not report it.
+	if err := te.repo.Refs().CompareAndSwap(te.ctx, fname, 0, last.Old, "an older build's record"); err != nil {
+		t.Fatal(err)
+	}
+	info, err = te.e.Show(te.ctx, id)
+	if err != nil || info.LastFailure != nil {
+		t.Errorf("Show with the joined call's failure record back: last failure %+v, %v; want none", info.LastFailure, err)
 	}
 	te.fsckClean()
 }

@@ -573,7 +573,7 @@ type Info struct {
 	Created      time.Time // from the ULID
 	Updated      time.Time // when the head was written: a step's completion, a mark's time; Created for a start
 	Origin       Origin
-	LastFailure  *Failure // nil if none
+	LastFailure  *Failure // nil if none, or a failure of a call the thread has joined since
 	FailureHash  cas.Hash
 	// Parent is set for a branch thread: the call it runs under.
 	Parent *Parent
@@ -642,6 +642,13 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		}
 		if info.LastFailure, err = DecodeFailure(fn); err != nil {
 			return nil, fmt.Errorf("thread %s: last failure %s: %w", id, fh, err)
+		}
+		// The failure of a call the thread has joined since is settled:
+		// not reported (its record is one the join could not remove, or
+		// an older build's). A failure whose nodes cannot be read is.
+		if joined, err := e.joinedCall(ctx, info.LastFailure, hn); err == nil && joined {
+			info.LastFailure = nil
+			break
 		}
 		info.FailureHash = fh
 		info.FailureSession, _ = e.detailSession(ctx, info.LastFailure.Detail)

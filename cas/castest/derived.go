@@ -3,6 +3,7 @@ package castest
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,56 @@ func RunDerived(t *testing.T, newCache func(t *testing.T) cas.Derived) {
 			t.Fatalf("another entry after a drop = %q, %v, %v", got, ok, err)
 		}
 	})
+	t.Run("KeysAndDropMany", func(t *testing.T) {
+		ctx := t.Context()
+		d := newCache(t)
+		if got := derivedKeys(t, d); len(got) != 0 {
+			t.Fatalf("DerivedKeys of an empty cache = %q, want none", got)
+		}
+		all := []string{"chain/a", "chain/b", "ref/threads/X", "ref/threads/x", "other/1"}
+		for _, k := range all {
+			if err := d.PutDerived(ctx, k, []byte(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := derivedKeys(t, d), sorted(all); !slices.Equal(got, want) {
+			t.Fatalf("DerivedKeys = %q, want %q", got, want)
+		}
+		// A bad key among good ones: nothing is dropped.
+		if err := d.DropDerived(ctx, "chain/a", "Bad/key"); !errors.Is(err, cas.ErrInvalid) {
+			t.Fatalf("DropDerived with a bad key = %v, want ErrInvalid", err)
+		}
+		if got := derivedKeys(t, d); len(got) != len(all) {
+			t.Fatalf("DerivedKeys after a refused drop = %q, want %q", got, sorted(all))
+		}
+		if err := d.DropDerived(ctx, "chain/a", "ref/threads/x", "chain/missing"); err != nil {
+			t.Fatalf("DropDerived of three keys: %v", err)
+		}
+		if err := d.DropDerived(ctx); err != nil {
+			t.Fatalf("DropDerived of no key: %v", err)
+		}
+		want := []string{"chain/b", "other/1", "ref/threads/X"}
+		if got := derivedKeys(t, d); !slices.Equal(got, want) {
+			t.Fatalf("DerivedKeys after dropping two = %q, want %q", got, want)
+		}
+		for _, k := range want {
+			if v, ok, err := d.GetDerived(ctx, k); err != nil || !ok || string(v) != k {
+				t.Errorf("GetDerived(%q) after the drop = %q, %v, %v; want it kept", k, v, ok, err)
+			}
+		}
+		// A listing stopped early stops.
+		n := 0
+		for _, err := range d.DerivedKeys(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			break
+		}
+		if n != 1 {
+			t.Fatalf("a listing stopped after one key went on (%d keys)", n)
+		}
+	})
 	t.Run("BadKeys", func(t *testing.T) {
 		ctx := t.Context()
 		d := newCache(t)
@@ -57,4 +108,23 @@ func RunDerived(t *testing.T, newCache func(t *testing.T) cas.Derived) {
 			}
 		}
 	})
+}
+
+// derivedKeys lists d's keys, sorted; it fails t on error.
+func derivedKeys(t *testing.T, d cas.Derived) []string {
+	t.Helper()
+	var keys []string
+	for k, err := range d.DerivedKeys(t.Context()) {
+		if err != nil {
+			t.Fatalf("DerivedKeys: %v", err)
+		}
+		keys = append(keys, k)
+	}
+	return sorted(keys)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

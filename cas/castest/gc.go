@@ -3,6 +3,7 @@ package castest
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +33,7 @@ var gcTests = []struct {
 	{"CorruptCandidateGoesFirst", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, false) }},
 	{"CorruptCandidateRefreshed", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, true) }},
 	{"PrefixLogRetention", testGCPrefixLogRetention},
+	{"DropsOrphanDerived", testGCDropsOrphanDerived},
 }
 
 // RunGC runs the GC interleaving tests against backends made by open, a
@@ -53,7 +55,12 @@ var gcTests = []struct {
 // unknown), or, if a writer refreshes it first, stop having deleted nothing.
 // Another gives refs under runs/ no log retention: the values their
 // pruned log entries named go, the ref's target and the other refs'
-// logged values stay. After each, fsck finds nothing wrong.
+// logged values stay. Another fills the backend's derived cache
+// ([cas.Derived], or a memory one if it keeps none): GC drops the entries
+// of the nodes it sweeps, of a node never stored and of a ref that does
+// not exist, and keeps those of a reachable node, of a node a writer puts
+// during the sweep, of a live ref and of keys naming neither (a dry run
+// counts the same and drops nothing). After each, fsck finds nothing wrong.
 func RunGC(t *testing.T, open func(t *testing.T) (cas.Store, cas.Refs)) {
 	t.Helper()
 	for _, tc := range gcTests {
@@ -91,6 +98,7 @@ func (s *gcHookStore) Lock(ctx context.Context, exclusive bool) (func(), error) 
 // optionally, faulty) backend, and the aged nodes n -> g.
 type gcEnv struct {
 	st    cas.Store // the backend
+	refs  cas.Refs  // its refs
 	hook  *gcHookStore
 	fault *FaultyStore
 	repo  *cas.Repo
@@ -109,7 +117,7 @@ const linkSchema = `{"type":"object","properties":{"name":{"type":"string"},` +
 func newGCEnv(t *testing.T, s cas.Store, r cas.Refs) *gcEnv {
 	t.Helper()
 	ctx := t.Context()
-	g := &gcEnv{st: s}
+	g := &gcEnv{st: s, refs: r}
 	g.fault = &FaultyStore{Store: s}
 	g.hook = &gcHookStore{Store: g.fault}
 	repo, err := cas.Open(ctx, g.hook, r, nil)
@@ -432,4 +440,99 @@ func testGCPrefixLogRetention(t *testing.T, g *gcEnv) {
 		t.Errorf("log of castest/kept = %v, %v; want both entries", log, err)
 	}
 	g.fsckClean(t)
+}
+
+// derivedHookStore is the hooked store with a derived cache: the
+// backend's, so GC judges the entries the backend keeps.
+type derivedHookStore struct {
+	*gcHookStore
+	cas.Derived
+}
+
+func testGCDropsOrphanDerived(t *testing.T, g *gcEnv) {
+	ctx := t.Context()
+	d, ok := g.st.(cas.Derived)
+	if !ok {
+		d = cas.NewMemStore(nil)
+	}
+	repo, err := cas.Open(ctx, &derivedHookStore{g.hook, d}, g.refs, nil)
+	if err != nil {
+		t.Fatalf("cas.Open: %v", err)
+	}
+	never := cas.Sum([]byte("castest: never stored"))
+	chain := func(h cas.Hash) string { return "chain/" + h.String() }
+	orphans := []string{chain(g.n), chain(g.g), chain(never), "ref/castest/gone"}
+	kept := []string{chain(g.m), "ref/castest/moving", "other/not-a-hash", "chain/" + strings.ToLower(g.n.String())}
+	for _, k := range append(slices.Clone(orphans), kept...) {
+		if err := d.PutDerived(ctx, k, []byte("entry")); err != nil {
+			t.Fatalf("PutDerived(%s): %v", k, err)
+		}
+	}
+	want := sorted(append(slices.Clone(orphans), kept...))
+	// Fsck counts the entries whose subject is gone now (n and g are
+	// still there), as a warning.
+	if rep, err := repo.Fsck(ctx, nil); err != nil {
+		t.Errorf("Fsck: %v", err)
+	} else if rep.OrphanDerived != 2 || !rep.OK() {
+		t.Errorf("Fsck: %v, orphan derived-cache entries %d, problems %v; want 2 (never's, castest/gone's) and no problem", err, rep.OrphanDerived, rep.Problems)
+	}
+	st, err := repo.GC(ctx, &cas.GCOptions{Grace: -1, BatchSize: 1, DryRun: true})
+	if err != nil {
+		t.Fatalf("GC --dry-run: %v", err)
+	}
+	if st.DerivedDropped != len(orphans) || len(st.Failures) > 0 {
+		t.Errorf("GC --dry-run: %d derived-cache entries would go (failures %v), want %d", st.DerivedDropped, st.Failures, len(orphans))
+	}
+	if got := derivedKeys(t, d); !slices.Equal(got, want) {
+		t.Fatalf("after a dry run the cache holds %q, want all of %q", got, want)
+	}
+
+	// A writer puts a node and its entry after GC listed the objects: the
+	// entry is kept (its node is present when GC looks).
+	var late cas.Hash
+	g.hook.mu.Lock()
+	g.hook.n = 0 // count this GC's exclusive locks: 1 its barrier, 2 its first sweep batch
+	g.hook.mu.Unlock()
+	g.hook.before = func(k int) {
+		if k != 2 || !late.IsZero() {
+			return
+		}
+		var err error
+		if late, err = g.direct.Put(ctx, g.link, map[string]any{"name": "late"}); err != nil {
+			t.Errorf("the writer's Put: %v", err)
+			return
+		}
+		if err := d.PutDerived(ctx, chain(late), []byte("entry")); err != nil {
+			t.Errorf("the writer's PutDerived: %v", err)
+		}
+	}
+	st, err = repo.GC(ctx, &cas.GCOptions{Grace: -1, BatchSize: 1})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if late.IsZero() {
+		t.Fatal("the writer never ran")
+	}
+	if g.has(t, g.n) || g.has(t, g.g) {
+		t.Fatalf("GC kept n or g (stats %+v)", st)
+	}
+	if st.DerivedDropped != len(orphans) || len(st.Failures) > 0 {
+		t.Errorf("GC dropped %d derived-cache entries (failures %v), want %d", st.DerivedDropped, st.Failures, len(orphans))
+	}
+	if got, want := derivedKeys(t, d), sorted(append(slices.Clone(kept), chain(late))); !slices.Equal(got, want) {
+		t.Errorf("after GC the cache holds %q, want %q", got, want)
+	}
+	// The next GC sweeps the writer's node, unreachable, and its entry.
+	g.hook.before = nil
+	if st, err = repo.GC(ctx, &cas.GCOptions{Grace: -1}); err != nil || st.DerivedDropped != 1 || g.has(t, late) {
+		t.Errorf("a second GC: present %v, dropped %v derived-cache entries (%v); want the writer's node and its entry gone", g.has(t, late), st.DerivedDropped, err)
+	}
+	if got := derivedKeys(t, d); !slices.Equal(got, sorted(kept)) {
+		t.Errorf("after a second GC the cache holds %q, want %q", got, sorted(kept))
+	}
+	if rep, err := repo.Fsck(ctx, nil); err != nil {
+		t.Errorf("Fsck after GC: %v", err)
+	} else if rep.OrphanDerived != 0 {
+		t.Errorf("Fsck after GC: %v, orphan derived-cache entries %d; want 0", err, rep.OrphanDerived)
+	}
 }

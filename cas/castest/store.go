@@ -27,6 +27,7 @@ var storeTests = []struct {
 	{"PutTwice", testPutTwice},
 	{"PutRefreshesAge", testPutRefreshesAge},
 	{"Has", testHas},
+	{"HasBatch", testHasBatch},
 	{"Touch", testTouch},
 	{"All", testAll},
 	{"AllEarlyStop", testAllEarlyStop},
@@ -279,6 +280,27 @@ func testHas(t *testing.T, s cas.Store) {
 	}
 	if mustHas(t, s, h) {
 		t.Errorf("Has(%s) = true after delete", h)
+	}
+}
+
+// testHasBatch: cas.HasBatch (the backend's BatchHaser, if it has one)
+// answers for each hash in order, repeats and absent ones included.
+func testHasBatch(t *testing.T, s cas.Store) {
+	a := mustPut(t, s, []byte("has batch a"))
+	b := mustPut(t, s, []byte("has batch b"))
+	absent := cas.Sum([]byte("has batch: never stored"))
+	for _, tc := range []struct {
+		hs   []cas.Hash
+		want []bool
+	}{
+		{nil, []bool{}},
+		{[]cas.Hash{absent}, []bool{false}},
+		{[]cas.Hash{a, absent, b, a}, []bool{true, false, true, true}},
+	} {
+		got, err := cas.HasBatch(t.Context(), s, tc.hs)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("HasBatch(%v) = %v, %v; want %v", tc.hs, got, err, tc.want)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -95,18 +96,82 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// DropDerived removes the [cas.Derived] entry at key, if any.
-func (s *Store) DropDerived(ctx context.Context, key string) error {
+// DropDerived removes the [cas.Derived] entries at keys, those there are.
+// It checks every key before removing any.
+func (s *Store) DropDerived(ctx context.Context, keys ...string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	if err := cas.ValidateDerivedKey(key); err != nil {
-		return err
+	for _, key := range keys {
+		if err := cas.ValidateDerivedKey(key); err != nil {
+			return err
+		}
 	}
-	if err := os.Remove(s.derivedPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-		return fmt.Errorf("disk: drop derived-cache entry %s: %w", key, err)
+	for _, key := range keys {
+		if err := os.Remove(s.derivedPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("disk: drop derived-cache entry %s: %w", key, err)
+		}
 	}
 	return nil
+}
+
+// DerivedKeys lists the keys of the [cas.Derived] entries, a folder
+// cache/XY at a time, in the order of their files' names. A file that
+// names no key, or a key whose place is another file (torn by a power
+// loss, or moved by hand), is no entry and is not listed: deleting cache/
+// drops it. A store without cache/ lists nothing.
+func (s *Store) DerivedKeys(ctx context.Context) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if err := s.ready(ctx); err != nil {
+			yield("", err)
+			return
+		}
+		root := filepath.Join(s.dir, cacheDir)
+		shards, err := os.ReadDir(root)
+		if errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			yield("", fmt.Errorf("disk: list the derived cache: %w", err))
+			return
+		}
+		for _, sh := range shards {
+			if !sh.IsDir() || len(sh.Name()) != 2 {
+				continue
+			}
+			files, err := os.ReadDir(filepath.Join(root, sh.Name()))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				yield("", fmt.Errorf("disk: list the derived cache: %w", err))
+				return
+			}
+			for _, f := range files {
+				if err := ctx.Err(); err != nil {
+					yield("", err)
+					return
+				}
+				path := filepath.Join(root, sh.Name(), f.Name())
+				data, err := readFile(path)
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // dropped meanwhile
+				}
+				if err != nil {
+					yield("", fmt.Errorf("disk: list the derived cache: read %s: %w", path, err))
+					return
+				}
+				k, _, ok := bytes.Cut(data, []byte{'\n'})
+				key := string(k)
+				if !ok || cas.ValidateDerivedKey(key) != nil || s.derivedPath(key) != path {
+					continue
+				}
+				if !yield(key, nil) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // makeCacheDir makes the folder cache/ (not synced: the cache is

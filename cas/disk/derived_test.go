@@ -89,9 +89,9 @@ func TestDerivedFolder(t *testing.T) {
 	}
 }
 
-// TestDerivedIgnored: GC and fsck leave cache/ alone and are not confused
-// by it (an entry keyed by a collected node stays, harmless), and export
-// and import do not carry it.
+// TestDerivedIgnored: fsck is not confused by cache/, GC drops the entry
+// of the node it collects and keeps the other, and export and import do
+// not carry the cache.
 func TestDerivedIgnored(t *testing.T) {
 	ctx := t.Context()
 	open := func(dir string) (*disk.Store, *cas.Repo) {
@@ -128,16 +128,17 @@ func TestDerivedIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Deleted != 1 {
-		t.Errorf("GC deleted %d objects, want 1 (the unreferenced one): %+v", stats.Deleted, stats)
+	if stats.Deleted != 1 || stats.DerivedDropped != 1 {
+		t.Errorf("GC deleted %d objects and %d cache entries, want 1 and 1 (the unreferenced one's): %+v", stats.Deleted, stats.DerivedDropped, stats)
 	}
 	if ok, _ := st.Has(ctx, kept); !ok {
 		t.Error("GC deleted the referenced object")
 	}
-	for _, h := range []cas.Hash{kept, gone} {
-		if v, ok, err := st.GetDerived(ctx, "chain/"+h.String()); !ok || err != nil || string(v) != h.String() {
-			t.Errorf("after GC the entry of %s = %q, %v, %v", h, v, ok, err)
-		}
+	if v, ok, err := st.GetDerived(ctx, "chain/"+kept.String()); !ok || err != nil || string(v) != kept.String() {
+		t.Errorf("after GC the entry of the kept node %s = %q, %v, %v; want it kept", kept, v, ok, err)
+	}
+	if v, ok, err := st.GetDerived(ctx, "chain/"+gone.String()); ok || err != nil {
+		t.Errorf("after GC the entry of the collected node %s = %q, %v, %v; want it dropped", gone, v, ok, err)
 	}
 	rep, err := r.Fsck(ctx, nil)
 	if err != nil || !rep.OK() {

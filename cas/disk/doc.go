@@ -21,7 +21,8 @@
 //	refs/<lower-cased name>   a ref: "<HASH> <Name>\n" (Name case-preserved)
 //	logs/<lower-cased name>@.jsonl
 //	                          a ref's log: one JSON object per line,
-//	                          {"old","new","time","message","name"[,"import"]}
+//	                          {"old","new","time","message","name"[,"import"]};
+//	                          a folder a pruned log leaves empty is removed
 //	lock                      the store-wide lock (flock: shared or exclusive)
 //	gc.lock                   the GC lock (flock, never waited for)
 //	cache/XY/<62 hex digits>  the droppable derived cache ([cas.Derived]), not

@@ -111,7 +111,10 @@ func (r *Refs) appendLog(lower string, cur refState, line logLine, fp *flushPoin
 	path := r.logPath(lower)
 	created := false
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	// A new log's folder may be removed between its making and the file's
+	// creation by a PruneLog that emptied it (it holds the global refs
+	// lock, which a change of an existing ref does not): make it again.
+	for try := 0; errors.Is(err, fs.ErrNotExist) && try < 3; try++ {
 		if err := atomicfile.MkdirAll(fsys, filepath.Dir(path), sync); err != nil {
 			return err
 		}
@@ -335,7 +338,9 @@ func (r *Refs) Logs(ctx context.Context) iter.Seq2[string, error] {
 // for that name) are all kept, and so is the log of a ref file that cannot
 // be parsed. Each changed log is
 // rewritten atomically (or removed when empty) under its ref's striped lock;
-// a torn last line or an uncommitted intent is dropped on the way. It
+// a torn last line or an uncommitted intent is dropped on the way. The
+// folders of logs/ that removed logs leave empty are then removed, under
+// the global refs lock. It
 // returns how many entries it removed; logs it could not prune are reported
 // in the error (joined) after the others are done.
 func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.PrefixCutoff) (int, error) {
@@ -352,6 +357,7 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.P
 	// it pruned something), and never older than before.
 	recorded := before.UnixMilli()
 	var errs []error
+	var emptied []string // logs removed whole, in folders
 	for _, lower := range lowers {
 		if err := ctx.Err(); err != nil {
 			return removed, err
@@ -362,11 +368,46 @@ func (r *Refs) PruneLog(ctx context.Context, before time.Time, prefixes ...cas.P
 		if err != nil {
 			errs = append(errs, err)
 		}
+		if n > 0 && strings.Contains(lower, "/") {
+			if _, err := os.Lstat(r.logPath(lower)); errors.Is(err, fs.ErrNotExist) {
+				emptied = append(emptied, lower)
+			}
+		}
+	}
+	if err := r.removeEmptyLogFolders(ctx, emptied); err != nil {
+		errs = append(errs, err)
 	}
 	if err := r.trimJournal(ctx, recorded, before, prefixes); err != nil {
 		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeEmptyLogFolders removes the folders of logs/ that the removal of
+// the logs of lowers left empty, deepest first, as removing a ref does for
+// refs/: without it, every folder a ref name ever had (slots/<workflow>/,
+// a key's folders) would stay, empty, for good. It holds the global refs
+// lock, which every change that may create a log file in a new folder
+// (creating a ref, importing a log) holds too, so none is between making
+// a folder and creating its file meanwhile; a folder that is not empty is
+// left alone.
+func (r *Refs) removeEmptyLogFolders(ctx context.Context, lowers []string) error {
+	if len(lowers) == 0 {
+		return nil
+	}
+	unlock, err := lockWait(ctx, r.globalLock, lockEx)
+	if err != nil {
+		return fmt.Errorf("disk: lock refs: %w", err)
+	}
+	defer unlock()
+	for _, lower := range lowers {
+		for d := filepath.Dir(lower); d != "." && d != "/"; d = filepath.Dir(d) {
+			if r.s.fs.Remove(filepath.Join(r.logDir, d)) != nil {
+				break // not empty (or gone already)
+			}
+		}
+	}
+	return nil
 }
 
 // pruneOne prunes one log file and returns how many entries it removed

@@ -288,3 +288,100 @@ func BenchmarkGC200k(b *testing.B) {
 	b.ReportMetric(float64(baseHeap)/mb, "heap-before-MB")
 	b.ReportMetric(float64(peakRSS)/mb, "peak-RSS-MB")
 }
+
+// BenchmarkGCCache collects a disk store (DurabilityNone) of 20,000
+// content nodes, half of them named by a ref's index node and half
+// garbage, with no derived-cache entry or one per node (half of them of
+// garbage: the GC drops those), so the two sub-benchmarks, run side by
+// side, give what the derived cache's phase adds to a GC. One operation is
+// one Repo.GC; each further iteration puts the garbage and its entries back
+// first, untimed. Reported: the share of GC's time in its phase "cache".
+func BenchmarkGCCache(b *testing.B) {
+	for _, entries := range []bool{false, true} {
+		b.Run(fmt.Sprintf("entries=%v", entries), func(b *testing.B) { benchGCCache(b, entries) })
+	}
+}
+
+func benchGCCache(b *testing.B, entries bool) {
+	const half = 10_000
+	ctx := b.Context()
+	clock := &gcClock{}
+	clock.Set(time.Now().Add(-2 * time.Hour))
+	s, err := disk.Create(filepath.Join(b.TempDir(), "store"), &disk.Options{Durability: disk.DurabilityNone, Now: clock.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	repo, err := cas.Open(ctx, s, s.Refs(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	typ, err := repo.PutSchema(ctx, "index", map[string]any{
+		"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+		"properties": map[string]any{"items": map[string]any{"type": "array", "items": map[string]any{"type": "string", "format": "cas_ref"}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	entry := []byte(benchText[:300])
+	put := func(kind string) []any {
+		nodes := make([]cas.Node, half)
+		for i := range nodes {
+			nodes[i] = cas.Node{Type: cas.ContentSchema, Payload: fmt.Sprintf("%s content %d", kind, i)}
+		}
+		hs, err := repo.PutNodes(ctx, nodes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		items := make([]any, len(hs))
+		for i, h := range hs {
+			items[i] = h.String()
+			if entries {
+				if err := s.PutDerived(ctx, "chain/"+h.String(), entry); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		return items
+	}
+	idx, err := repo.Put(ctx, typ, map[string]any{"items": put("live")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := repo.Refs().CompareAndSwap(ctx, "bench/live", 0, idx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	put("garbage")
+	clock.Add(2 * time.Hour)
+	var began, ended time.Time
+	pctx := cas.WithProgress(ctx, func(p cas.Progress) {
+		if p.Phase == "cache" && began.IsZero() {
+			began = time.Now()
+		}
+		if p.Phase == "cache" && p.Final {
+			ended = time.Now()
+		}
+	})
+	var share float64
+	first := true
+	for b.Loop() {
+		if !first {
+			b.StopTimer()
+			clock.Add(-2 * time.Hour)
+			put("garbage")
+			clock.Add(2 * time.Hour)
+			b.StartTimer()
+		}
+		first = false
+		began = time.Time{}
+		st, err := repo.GC(pctx, nil)
+		if err != nil || st.Deleted != half || len(st.Failures) > 0 {
+			b.Fatalf("GC: %+v, %v; want %d deleted", st, err, half)
+		}
+		if want := map[bool]int{false: 0, true: half}[entries]; st.DerivedDropped != want {
+			b.Fatalf("GC dropped %d cache entries, want %d", st.DerivedDropped, want)
+		}
+		share += ended.Sub(began).Seconds() / st.Duration.Seconds()
+	}
+	b.ReportMetric(share/float64(b.N), "cache-share")
+}

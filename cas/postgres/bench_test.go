@@ -188,6 +188,7 @@ func benchGC(b *testing.B, total int) {
 	var reach []any
 	var batch [][]byte
 	var items []any
+	var keys []string // derived-cache entries: every 10th content node's
 	flush := func() {
 		if _, err := s.PutBatch(ctx, batch); err != nil {
 			b.Fatal(err)
@@ -204,6 +205,9 @@ func benchGC(b *testing.B, total int) {
 	for i := range contents {
 		data := encode(cas.Node{Type: cas.ContentSchema, Payload: fmt.Sprintf("content node %07d of the GC benchmark", i)})
 		batch = append(batch, data)
+		if i%10 == 0 {
+			keys = append(keys, "chain/"+cas.Sum(data).String())
+		}
 		if i < total/2 {
 			items = append(items, cas.Sum(data).String())
 			if len(items) == perList {
@@ -239,7 +243,24 @@ func benchGC(b *testing.B, total int) {
 		}
 		objects++
 	}
-	b.Logf("built %d objects (%d lists) in %v", objects, len(reach), time.Since(build).Round(time.Second))
+	// Derived-cache entries the size of a step's, half of nodes that stay,
+	// half of nodes GC deletes.
+	entry := make([]byte, 300)
+	var next atomic.Int64
+	var fill sync.WaitGroup
+	for range 8 {
+		fill.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(keys)); i = next.Add(1) - 1 {
+				if err := s.PutDerived(ctx, keys[i], entry); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	fill.Wait()
+	b.Logf("built %d objects (%d lists) and %d derived-cache entries in %v", objects, len(reach), len(keys), time.Since(build).Round(time.Second))
+	keys, reach, batch, items = nil, nil, nil, nil // not counted in GC's peak heap
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -262,8 +283,19 @@ func benchGC(b *testing.B, total int) {
 		}
 	})
 	var st *cas.GCStats
+	var cacheBegan, cacheEnded time.Time // GC's phase "cache"
+	pctx := cas.WithProgress(ctx, func(p cas.Progress) {
+		if p.Op == "gc" && p.Phase == "cache" {
+			if cacheBegan.IsZero() {
+				cacheBegan = time.Now()
+			}
+			if p.Final {
+				cacheEnded = time.Now()
+			}
+		}
+	})
 	for b.Loop() {
-		st, err = repo.GC(ctx, &cas.GCOptions{Grace: time.Nanosecond})
+		st, err = repo.GC(pctx, &cas.GCOptions{Grace: time.Nanosecond})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -274,6 +306,8 @@ func benchGC(b *testing.B, total int) {
 	b.ReportMetric(float64(st.Scanned), "objects")
 	b.ReportMetric(float64(st.Deleted), "deleted")
 	b.ReportMetric(st.Duration.Seconds(), "s/gc")
+	b.ReportMetric(float64(st.DerivedDropped), "cache-dropped")
+	b.ReportMetric(cacheEnded.Sub(cacheBegan).Seconds()/st.Duration.Seconds(), "cache-share")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 }
 

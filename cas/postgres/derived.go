@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -68,14 +69,60 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
-// DropDerived removes the [cas.Derived] entry at key, if any.
-func (s *Store) DropDerived(ctx context.Context, key string) error {
-	if err := cas.ValidateDerivedKey(key); err != nil {
-		return err
+// DropDerived removes the [cas.Derived] entries at keys, those there are,
+// in one statement. It checks every key before removing any.
+func (s *Store) DropDerived(ctx context.Context, keys ...string) error {
+	for _, key := range keys {
+		if err := cas.ValidateDerivedKey(key); err != nil {
+			return err
+		}
 	}
-	_, err := s.pool.Exec(ctx, s.q.expand(`DELETE FROM {{S}}.derived WHERE key = $1`), key)
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, s.q.expand(`DELETE FROM {{S}}.derived WHERE key = ANY($1)`), keys)
 	if err != nil && !noTable(err) {
-		return fmt.Errorf("postgres: drop derived-cache entry %s: %w", key, ctxErr(ctx, err))
+		if len(keys) == 1 {
+			return fmt.Errorf("postgres: drop derived-cache entry %s: %w", keys[0], ctxErr(ctx, err))
+		}
+		return fmt.Errorf("postgres: drop %d derived-cache entries: %w", len(keys), ctxErr(ctx, err))
 	}
 	return nil
+}
+
+// derivedPage is how many keys one query of [Store.DerivedKeys] reads.
+const derivedPage = 1000
+
+// DerivedKeys lists the keys of the [cas.Derived] entries in key order, a
+// page of keys per query (each after the last key of the one before), so
+// no query, connection or snapshot is held while the caller works. A
+// store whose table derived is absent lists nothing.
+func (s *Store) DerivedKeys(ctx context.Context) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		q := s.q.expand(`SELECT key FROM {{S}}.derived WHERE key > $1 ORDER BY key LIMIT $2`)
+		after := ""
+		for {
+			rows, err := s.pool.Query(ctx, q, after, derivedPage)
+			var page []string
+			if err == nil {
+				page, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			}
+			if noTable(err) {
+				return
+			}
+			if err != nil {
+				yield("", fmt.Errorf("postgres: list the derived cache: %w", ctxErr(ctx, err)))
+				return
+			}
+			for _, k := range page {
+				if !yield(k, nil) {
+					return
+				}
+			}
+			if len(page) < derivedPage {
+				return
+			}
+			after = page[len(page)-1]
+		}
+	}
 }

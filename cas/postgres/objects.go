@@ -266,6 +266,33 @@ func (s *Store) Has(ctx context.Context, h cas.Hash) (bool, error) {
 	return ok, nil
 }
 
+var _ cas.BatchHaser = (*Store)(nil)
+
+// HasBatch reports, for each hash of hs in order, whether an object is
+// stored there, in one query ([cas.BatchHaser]).
+func (s *Store) HasBatch(ctx context.Context, hs []cas.Hash) ([]bool, error) {
+	out := make([]bool, len(hs))
+	if len(hs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, s.q.hasMany, int64s(hs))
+	if err != nil {
+		return nil, fmt.Errorf("look up %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("look up %d objects: %w", len(hs), ctxErr(ctx, err))
+	}
+	present := make(map[cas.Hash]bool, len(found))
+	for _, h := range found {
+		present[cas.Hash(h)] = true
+	}
+	for i, h := range hs {
+		out[i] = present[h]
+	}
+	return out, nil
+}
+
 // Touch sets the age of the object at h to the server's clock (never
 // back). The error is an *[cas.ObjectError] wrapping [cas.ErrNotFound] if
 // it is absent.

@@ -41,6 +41,7 @@ type queries struct {
 	lockSharedXact, touchMany, putLinked     string
 	moveIfPresent, deleteIfOlderMany         string
 	getMany                                  string
+	hasMany                                  string
 }
 
 func newQueries(schema string) queries {
@@ -51,6 +52,7 @@ func newQueries(schema string) queries {
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
 	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
+	q.hasMany = q.expand(`SELECT hash FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
 	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)
 	q.deleteIfOlderMany = q.expand(`DELETE FROM {{S}}.objects WHERE hash = ANY ($1::bigint[]) AND time < $2 RETURNING hash`)

@@ -25,8 +25,10 @@ log retention, every node younger than the grace period, each with everything
 it reaches. Durations are Go durations (90m, 1h30m) or days (7d, 1d12h); 0
 means none. Prints nodes scanned, reachable, deleted, bytes freed, spared,
 log entries pruned, temporary files removed (crash leftovers over an hour
-old, whatever the grace), failures and time taken; with --json, one
-object. Exits 1 if any deletion failed.
+old, whatever the grace), derived-cache entries dropped (those of nodes
+and refs that are gone: the cache is droppable, so this only frees
+space), failures and time taken; with --json, one object. Exits 1 if any
+deletion failed.
 
 --log-retention D sets the retention of every ref's log; --log-retention
 PREFIX=D (repeatable) that of the refs whose names start with PREFIX, the
@@ -165,18 +167,19 @@ func runGC(ctx context.Context, w io.Writer, s *session, opts *cas.GCOptions) er
 			Spared           int      `json:"spared"`
 			LogEntriesPruned int      `json:"logEntriesPruned"`
 			TempFilesRemoved int      `json:"tempFilesRemoved"`
+			CacheDropped     int      `json:"cacheEntriesDropped"`
 			Failures         []string `json:"failures"`
 			DurationMs       int64    `json:"durationMs"`
 		}{st.DryRun, st.Scanned, st.Reachable, st.Deleted, st.BytesFreed, st.Spared,
-			st.LogEntriesPruned, st.TempFilesRemoved, failures, st.Duration.Milliseconds()})
+			st.LogEntriesPruned, st.TempFilesRemoved, st.DerivedDropped, failures, st.Duration.Milliseconds()})
 	} else {
-		verb, freed, temps := "deleted", "bytes freed", "temp files removed"
+		verb, freed, temps, cache := "deleted", "bytes freed", "temp files removed", "cache dropped"
 		if st.DryRun {
-			verb, freed, temps = "would delete", "bytes to free", "would remove temps"
+			verb, freed, temps, cache = "would delete", "bytes to free", "would remove temps", "would drop cache"
 		}
-		_, err = fmt.Fprintf(w, "nodes scanned:      %d\nreachable:          %d\n%-19s %d\n%-19s %d\nspared:             %d\nlog entries pruned: %d\n%-19s %d\nfailures:           %d\ntime taken:         %s\n",
+		_, err = fmt.Fprintf(w, "nodes scanned:      %d\nreachable:          %d\n%-19s %d\n%-19s %d\nspared:             %d\nlog entries pruned: %d\n%-19s %d\n%-19s %d\nfailures:           %d\ntime taken:         %s\n",
 			st.Scanned, st.Reachable, verb+":", st.Deleted, freed+":", st.BytesFreed, st.Spared,
-			st.LogEntriesPruned, temps+":", st.TempFilesRemoved, len(st.Failures), st.Duration.Round(time.Millisecond))
+			st.LogEntriesPruned, temps+":", st.TempFilesRemoved, cache+":", st.DerivedDropped, len(st.Failures), st.Duration.Round(time.Millisecond))
 	}
 	if err != nil {
 		return err
@@ -300,10 +303,11 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 			Refs           int       `json:"refs"`
 			TempFiles      int       `json:"tempFiles"`
 			StaleTempFiles int       `json:"staleTempFiles"`
+			OrphanCache    int       `json:"orphanCacheEntries"`
 			Problems       []problem `json:"problems"`
 			Dangling       *[]dangle `json:"dangling,omitempty"`
 			Repaired       *[]string `json:"repaired,omitempty"` // with --repair only
-		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, ps, ds, repairedJSON})
+		}{rep.OK(), rep.Objects, rep.Refs, rep.TempFiles, rep.StaleTempFiles, rep.OrphanDerived, ps, ds, repairedJSON})
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintln(w, p.String())
@@ -314,6 +318,13 @@ func runFsckWith(ctx context.Context, w io.Writer, s *session, dangling, repair 
 		if rep.TempFiles > 0 {
 			fmt.Fprintf(w, "temporary files: %d (%d over an hour old: left by crashed writers; gc removes them)\n",
 				rep.TempFiles, rep.StaleTempFiles)
+		}
+		if n := rep.OrphanDerived; n > 0 {
+			entries := "entries"
+			if n == 1 {
+				entries = "entry"
+			}
+			fmt.Fprintf(w, "warning: derived cache: %d %s of nodes or refs that are gone (not a problem: gc drops them)\n", n, entries)
 		}
 		_, err = fmt.Fprintf(w, "checked %d objects and %d refs: %d problem%s\n",
 			rep.Objects, rep.Refs, len(rep.Problems), plural(len(rep.Problems)))

@@ -3,11 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/disk"
 )
 
 // TestTempFilesReported: fsck counts the disk store's temporary files
@@ -111,5 +113,84 @@ func TestGCLogRetentionPrefix(t *testing.T) {
 			e.ok("", "cas", "ref", "rm", "runs/x")
 			e.ok("", "cas", "fsck")
 		})
+	}
+}
+
+// TestGCDropsCacheEntries: once a thread's ref is removed and GC sweeps
+// its nodes, "uwf cas gc" drops their derived-cache entries and says how
+// many; a dry run says the same and drops nothing.
+func TestGCDropsCacheEntries(t *testing.T) {
+	e := newEnv(t)
+	e.write("review-loop.yaml", reviewLoop)
+	id := strings.TrimSpace(e.ok("", "thread", "start", "review-loop.yaml", "-p", "cache me", "--cwd", "/"))
+	e.ok("", "thread", "step", id, "-n", "3", "--agent", "synth")
+	e.ok("", "thread", "show", id)
+	cacheFiles := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(e.storeDir(), "cache"), func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	before := cacheFiles()
+	if before == 0 {
+		t.Fatal("the thread left no derived-cache entry: nothing to test")
+	}
+	e.ok("", "cas", "ref", "rm", "threads/"+id)
+	e.clock.Advance(time.Minute)
+	kept := cacheFiles() // the ref's entry went with the ref
+	dropped := func(out, label string) int {
+		t.Helper()
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(line, label+":"); ok {
+				n, err := strconv.Atoi(strings.TrimSpace(rest))
+				if err != nil {
+					t.Fatalf("gc printed %q: %v", line, err)
+				}
+				return n
+			}
+		}
+		t.Fatalf("gc printed %q, want a line %q", out, label+":")
+		return 0
+	}
+	// fsck names them only once GC collected their nodes: now they are
+	// only unreachable.
+	if out := e.ok("", "cas", "fsck"); strings.Contains(out, "warning: derived cache") {
+		t.Errorf("fsck before gc printed %q, want no warning about the cache", out)
+	}
+	out := e.ok("", "cas", "gc", "--dry-run", "--grace", "0", "--log-retention", "0")
+	if n := dropped(out, "would drop cache"); n != kept || cacheFiles() != kept {
+		t.Errorf("gc --dry-run: would drop %d of %d entries, %d left; want all %d, none dropped", n, kept, cacheFiles(), kept)
+	}
+	out = e.ok("", "cas", "gc", "--grace", "0", "--log-retention", "0")
+	if n := dropped(out, "cache dropped"); n != kept || cacheFiles() != 0 {
+		t.Errorf("gc: dropped %d of %d entries, %d left; want all dropped", n, kept, cacheFiles())
+	}
+	out = e.ok("", "cas", "gc", "--json")
+	if !strings.Contains(out, `"cacheEntriesDropped":0,`) {
+		t.Errorf("a second gc --json printed %q, want cacheEntriesDropped 0", out)
+	}
+	// An entry of a node that is gone (an older build's GC left it): fsck
+	// warns and exits 0; the next gc drops it.
+	d, err := disk.Open(e.storeDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.PutDerived(t.Context(), "chain/"+cas.Sum([]byte("gone")).String(), []byte("{}"))
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("", "cas", "fsck"); !strings.Contains(out, "warning: derived cache: 1 entry of nodes or refs that are gone (not a problem: gc drops them)\n") {
+		t.Errorf("fsck printed %q, want a warning about one orphan cache entry", out)
+	}
+	if out := e.ok("", "cas", "fsck", "--json"); !strings.Contains(out, `"orphanCacheEntries":1,`) {
+		t.Errorf("fsck --json printed %q, want orphanCacheEntries 1", out)
+	}
+	if out := e.ok("", "cas", "gc"); dropped(out, "cache dropped") != 1 {
+		t.Errorf("gc printed %q, want one cache entry dropped", out)
 	}
 }

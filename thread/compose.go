@@ -615,19 +615,21 @@ func (e *Engine) watchThread(ctx context.Context, id string, from cas.Hash, stop
 // settle ends a call whose branches ran: see [Engine.runCall].
 func (e *Engine) settle(ctx context.Context, id string, cn *Node, pos *position, lw *loadedWorkflow, results []branchResult, winner int, opts *RunOptions, took time.Duration) (*StepResult, error) {
 	call := cn.Call
-	// The thread may have left the call meanwhile (killed, suspended,
-	// removed): then there is nothing to settle.
+	// The thread may have left the call meanwhile: then there is nothing
+	// to settle. Settled by another process (joined, and perhaps run on
+	// to its end) it moved: a conflict. Killed or suspended in the call,
+	// it is not active.
 	hn, err := e.headNode(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if st := hn.Status(); st != StatusActive {
-		return nil, fmt.Errorf("thread %s: %w: it is %s", id, ErrNotActive, st)
 	}
 	if pc, err := e.pendingCall(ctx, hn); err != nil {
 		return nil, err
 	} else if pc == nil || pc.Hash != cn.Hash {
 		return nil, &ConflictError{Thread: id, Expected: cn.Hash, Current: hn.Hash}
+	}
+	if st := hn.Status(); st != StatusActive {
+		return nil, fmt.Errorf("thread %s: %w: it is %s", id, ErrNotActive, st)
 	}
 	raceWon := call.Mode == registry.ModeRace && winner >= 0
 	var suspended, failed []string

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,8 +247,8 @@ func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, 
 			first = cmp.Or(first, fmt.Errorf("disk: temporary file: %w", err))
 			continue
 		}
-		if fi.IsDir() {
-			continue
+		if fi.IsDir() || strings.HasPrefix(e.Name(), spareName) {
+			continue // a spare ref file is no leftover (see Refs.commit)
 		}
 		total++
 		if !changeTime(fi).Before(limit) {

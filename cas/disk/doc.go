@@ -32,7 +32,10 @@
 //	                          a newline and the entry, at the hex SHA-256 of
 //	                          the key; written unsynced by rename, never read
 //	                          by GC, fsck, export or import; deleting the
-//	                          folder loses nothing
+//	                          folder loses nothing. On Linux an entry keyed
+//	                          "<kind>/<HASH>" lives in the attribute
+//	                          user.uwf.<kind> of that node's object file
+//	                          instead (no file made; see derived.go)
 //	locks/refs                the lock for creating and deleting refs
 //	locks/ref-XX              256 striped locks for moving refs
 //	journal/<seg>             the watch journal's segments (an additive

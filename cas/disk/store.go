@@ -47,6 +47,7 @@ type Store struct {
 	noUnnamed atomic.Bool
 
 	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
+	noAttrs   atomic.Bool    // the filesystem keeps no extended attributes (derived.go)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
 	watch     notifier       // wakes this Store's watchers
 	confirmed confirmedCache // what this Store's watchers found committed

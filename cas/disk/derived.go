@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
 var _ cas.Derived = (*Store)(nil)
@@ -41,9 +42,6 @@ func (s *Store) derivedPath(key string) string {
 // cannot be set (no such object, no attribute support, a value too large),
 // is a file.
 
-// errNoAttr: the file has no such extended attribute.
-var errNoAttr = errors.New("no such attribute")
-
 // genAttr is the extended attribute of cache/ that holds its generation.
 const genAttr = "user.uwf.gen"
 
@@ -66,11 +64,11 @@ func nodeKey(key string) (cas.Hash, string, bool) {
 // too.
 func (s *Store) cacheGen(create bool) string {
 	dir := filepath.Join(s.dir, cacheDir)
-	g, err := getAttr(dir, genAttr)
+	g, err := atomicfile.GetAttr(dir, genAttr)
 	if err == nil && len(g) == 16 {
 		return string(g)
 	}
-	if !create || !errors.Is(err, errNoAttr) {
+	if !create || !errors.Is(err, atomicfile.ErrNoAttr) {
 		return ""
 	}
 	var b [8]byte
@@ -78,7 +76,7 @@ func (s *Store) cacheGen(create bool) string {
 		return ""
 	}
 	g = []byte(hex.EncodeToString(b[:]))
-	switch err := setAttr(dir, genAttr, g, true); {
+	switch err := atomicfile.SetAttr(dir, genAttr, g, true); {
 	case err == nil:
 		return string(g)
 	case errors.Is(err, fs.ErrExist):
@@ -99,7 +97,7 @@ func (s *Store) GetDerived(ctx context.Context, key string) ([]byte, bool, error
 		return nil, false, err
 	}
 	if h, kind, ok := nodeKey(key); ok {
-		if data, err := getAttr(s.objPath(h), "user.uwf."+kind); err == nil {
+		if data, err := atomicfile.GetAttr(s.objPath(h), "user.uwf."+kind); err == nil {
 			if gen := s.cacheGen(false); gen != "" {
 				g, rest, _ := bytes.Cut(data, []byte{'\n'})
 				k, v, ok := bytes.Cut(rest, []byte{'\n'})
@@ -139,7 +137,7 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 		if gen := s.cacheGen(true); gen != "" {
 			v := make([]byte, 0, len(gen)+len(key)+len(data)+2)
 			v = append(append(append(append(append(v, gen...), '\n'), key...), '\n'), data...)
-			err := setAttr(s.objPath(h), "user.uwf."+kind, v, false)
+			err := atomicfile.SetAttr(s.objPath(h), "user.uwf."+kind, v, false)
 			if err == nil {
 				return nil
 			}
@@ -193,7 +191,7 @@ func (s *Store) DropDerived(ctx context.Context, key string) error {
 		return err
 	}
 	if h, kind, ok := nodeKey(key); ok {
-		err := removeAttr(s.objPath(h), "user.uwf."+kind)
+		err := atomicfile.RemoveAttr(s.objPath(h), "user.uwf."+kind)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, syscall.ENOTDIR) {
 			return fmt.Errorf("disk: drop derived-cache entry %s: %w", key, err)
 		}

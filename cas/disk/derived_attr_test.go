@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/uncaged/uwf/cas"
 	"github.com/uncaged/uwf/cas/disk"
+	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
 // TestDerivedNodeAttr: an entry whose key names a node ("<kind>/<HASH>")
@@ -31,7 +30,7 @@ func TestDerivedNodeAttr(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := unix.Setxattr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), 0); errors.Is(err, unix.ENOTSUP) {
+	if err := atomicfile.SetAttr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), false); errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("%s keeps no user extended attributes", dir)
 	}
 	put := func(s string) (cas.Hash, string) {
@@ -72,10 +71,9 @@ func TestDerivedNodeAttr(t *testing.T) {
 	if got := cacheFiles(); len(got) != 0 {
 		t.Errorf("a node's entry made files %v, want none", got)
 	}
-	attr := make([]byte, 4096)
-	n, err := unix.Getxattr(pa, "user.uwf.chain", attr)
-	if err != nil || !bytes.HasSuffix(attr[:n], []byte("\n"+ka+"\nentry a")) {
-		t.Fatalf("attribute user.uwf.chain of %s = %q, %v", pa, attr[:max(n, 0)], err)
+	attr, err := atomicfile.GetAttr(pa, "user.uwf.chain")
+	if err != nil || !bytes.HasSuffix(attr, []byte("\n"+ka+"\nentry a")) {
+		t.Fatalf("attribute user.uwf.chain of %s = %q, %v", pa, attr, err)
 	}
 	if got := get(ka); got != "entry a" {
 		t.Errorf("GetDerived = %q, want %q", got, "entry a")
@@ -85,7 +83,7 @@ func TestDerivedNodeAttr(t *testing.T) {
 		t.Errorf("Get of the node = %q, %v", data, err)
 	}
 	// An attribute naming another key (copied to b) is no entry.
-	if err := unix.Setxattr(pb, "user.uwf.chain", attr[:n], 0); err != nil {
+	if err := atomicfile.SetAttr(pb, "user.uwf.chain", attr, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := get(kb); got != "<none>" {

@@ -302,3 +302,6 @@ func MkdirAll(fsys FS, path string, sync bool) error {
 	}
 	return err
 }
+
+// ErrNoAttr reports that a file has no such extended attribute ([GetAttr]).
+var ErrNoAttr = errors.New("no such extended attribute")

@@ -85,6 +85,17 @@ func (s *Store) cacheGen(create bool) string {
 	return ""
 }
 
+// attrEntry returns the entry an attribute's value holds if it is of
+// generation gen (not "") and names key: "<gen>\n<key>\n<entry>".
+func attrEntry(data []byte, gen, key string) ([]byte, bool) {
+	g, rest, _ := bytes.Cut(data, []byte{'\n'})
+	k, v, ok := bytes.Cut(rest, []byte{'\n'})
+	if !ok || gen == "" || string(g) != gen || string(k) != key {
+		return nil, false
+	}
+	return v, true
+}
+
 // GetDerived returns the [cas.Derived] entry at key: from its node's
 // attribute (see nodeKey), else from the file cache/<XY>/<rest>, which
 // holds the key, a newline and the entry. A missing file, or one that
@@ -98,12 +109,8 @@ func (s *Store) GetDerived(ctx context.Context, key string) ([]byte, bool, error
 	}
 	if h, kind, ok := nodeKey(key); ok {
 		if data, err := atomicfile.GetAttr(s.objPath(h), "user.uwf."+kind); err == nil {
-			if gen := s.cacheGen(false); gen != "" {
-				g, rest, _ := bytes.Cut(data, []byte{'\n'})
-				k, v, ok := bytes.Cut(rest, []byte{'\n'})
-				if ok && string(g) == gen && string(k) == key {
-					return v, true, nil
-				}
+			if v, ok := attrEntry(data, s.cacheGen(false), key); ok {
+				return v, true, nil
 			}
 		}
 	}

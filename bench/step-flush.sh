@@ -9,6 +9,7 @@
 #   ROUNDS=5 bench/step-flush.sh
 #   OLD=<rev> bench/step-flush.sh       # the "before" revision (default: the parent of the flush change)
 #   BENCH_DIR=/var/tmp bench/step-flush.sh
+#   DURABILITY=none bench/step-flush.sh # the steps without fsyncs (the flush counts stay strict's)
 #
 # Each round runs one develop.yaml thread (about 16 steps, built-in synth
 # agent, --durability strict) to its end with each binary, the order
@@ -22,6 +23,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
+DURABILITY=${DURABILITY:-strict}
 OUT=$ROOT/bench/out
 mkdir -p "$OUT"
 WORK=$(mktemp -d -p "${BENCH_DIR:-/var/tmp}" uwf-step-flush.XXXXXX)
@@ -54,7 +56,7 @@ to_us() { # a Go duration -> microseconds
 # "bin load wall_us store_us commit_us" per step to $WORK/steps.
 thread() {
 	local bin=$1 load=$2 round=$3 home=$WORK/home-$1-$2-$3
-	local U=("$WORK/$bin" --home "$home" --durability strict)
+	local U=("$WORK/$bin" --home "$home" --durability "$DURABILITY")
 	"${U[@]}" workflow put "$ROOT/examples/develop.yaml" >/dev/null
 	local id t0 t1 line
 	id=$("${U[@]}" thread start develop -p "task $round" --cwd "$WORK")
@@ -120,7 +122,7 @@ if command -v strace >/dev/null; then f_old=$(flushes old); f_new=$(flushes new)
 TXT=$OUT/step-flush-$(date +%Y%m%d-%H%M%S).txt
 cp "$WORK/steps" "${TXT%.txt}.raw"
 {
-	echo "# step-flush $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -sr), $(nproc) cores, $fstype; old $(cd "$ROOT" && git rev-parse --short "$OLD"), new $(cd "$ROOT" && git rev-parse --short HEAD); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "# step-flush $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -sr), $(nproc) cores, $fstype, durability $DURABILITY; old $(cd "$ROOT" && git rev-parse --short "$OLD"), new $(cd "$ROOT" && git rev-parse --short HEAD); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# flushes in one strict step (strace): old $f_old, new $f_new; the background writer wrote about $bg_rate MiB/s (${WRITE_MB} MiB bursts)"
 	awk '
 	function median(a, k,   i, j, t) {

@@ -38,7 +38,12 @@ type Derived interface {
 	// DropDerived removes the entries at keys, those there are.
 	DropDerived(ctx context.Context, keys ...string) error
 	// DerivedKeys lists the keys of the entries, in no set order; an
-	// entry put or dropped during the listing may or may not be listed. A
+	// entry put or dropped during the listing may or may not be listed.
+	// An entry whose key names a node may be kept with the node itself
+	// (the disk store keeps it in an attribute of the node's file), so
+	// that it goes with the node; such an entry need not be listed. Every
+	// entry that can outlive its subject (a ref's, a node's kept apart)
+	// is listed. A
 	// listing that fails yields the error and stops. It holds no lock and
 	// a persistent store's keeps at most a page of keys in
 	// memory (a folder's, a query's).

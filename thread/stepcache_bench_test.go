@@ -20,9 +20,10 @@ import (
 )
 
 // deepFixture is a disk store (durability none) holding one thread of the
-// ping workflow (with maxSteps 50) at depth n, as an older build would have
-// left it (see deepThreadIn), and every shard folder made.
-func deepFixture(b *testing.B, dir string, n int) string {
+// ping workflow (with maxSteps 50) at each depth of ns, as an older build
+// would have left them (see deepThreadIn), and every shard folder made. It
+// returns the threads' ids.
+func deepFixture(b *testing.B, dir string, ns []int) []string {
 	b.Helper()
 	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
 	if err != nil {
@@ -44,7 +45,11 @@ func deepFixture(b *testing.B, dir string, n int) string {
 			b.Fatal(err)
 		}
 	}
-	return deepThreadIn(b, st, st.Refs(), n)
+	var ids []string
+	for _, n := range ns {
+		ids = append(ids, deepThreadIn(b, st, st.Refs(), n))
+	}
+	return ids
 }
 
 // deepThreadIn stores one thread of the ping workflow (with maxSteps 50)
@@ -80,7 +85,7 @@ func deepThreadIn(b *testing.B, st cas.Store, refs cas.Refs, n int) string {
 	out := put(stored.Schemas["worker"], map[string]any{"status": "s1"})
 	raw := put(cas.ContentSchema, "---\nstatus: s1\n---\n")
 	det := put(cas.DetailSchema, (&thread.Detail{Prompt: put(cas.ContentSchema, "prompt"), Raw: raw, EdgePrompt: "Again.", DurationMs: 5}).Payload())
-	start := put(cas.StartSchema, (&thread.Start{Workflow: res.Hash, Prompt: "deep", Cwd: "/tmp"}).Payload())
+	start := put(cas.StartSchema, (&thread.Start{Workflow: res.Hash, Prompt: fmt.Sprintf("deep %d", n), Cwd: "/tmp"}).Payload())
 	hs := make([]cas.Hash, n+1)
 	hs[0] = start
 	log := []cas.LogEntry{{New: start, Time: 1, Message: "start"}}
@@ -108,7 +113,7 @@ func deepThreadIn(b *testing.B, st cas.Store, refs cas.Refs, n int) string {
 			data = data[:0]
 		}
 	}
-	id := ulid.MustNew(1, nil).String()
+	id := ulid.MustNew(uint64(n), nil).String() // one id per depth: a store may hold several
 	if err := refs.ImportLog(ctx, thread.ThreadPrefix+id, log); err != nil {
 		b.Fatal(err)
 	}
@@ -117,7 +122,11 @@ func deepThreadIn(b *testing.B, st cas.Store, refs cas.Refs, n int) string {
 
 // BenchmarkStepDepth times, side by side in one run, `thread show` and one
 // `thread step` (the instant synth agent) on a thread 100 deep and one
-// 100,000 deep (each with a ref log as long), on the disk store
+// 100,000 deep (each with a ref log as long), in one store: on disk the
+// two sides' new files then come from the same folders (most of a step's
+// time is the filesystem allocating them; with a store each, the ratio
+// moved with where ext4 put each store's tmp/, 0.45–1.84, not with depth:
+// bench/README.md, section I), on the disk store
 // (durability none: the flushes, the same at any depth, would hide the
 // rest) and on the memory store (no filesystem: what the engine itself
 // reads and computes), each operation on a new engine over the open store (cold
@@ -157,20 +166,26 @@ func benchStepDepth(b *testing.B, backend string, depths []int) {
 		showCPU, stepCPU []time.Duration // per operation, the process's CPU time
 	}
 	var sides []*side
-	for _, n := range depths {
+	var ds *disk.Store
+	var ids []string
+	if backend == "disk" {
+		t0 := time.Now()
+		dir := filepath.Join(root, "store")
+		ids = deepFixture(b, dir, depths)
+		var err error
+		if ds, err = disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ds.Close() })
+		b.Logf("disk, depths %v: built in %s", depths, time.Since(t0).Round(time.Millisecond))
+	}
+	for i, n := range depths {
 		t0 := time.Now()
 		var st cas.Store
 		var refs cas.Refs
 		var id string
 		if backend == "disk" {
-			dir := filepath.Join(root, fmt.Sprintf("depth-%d", n))
-			id = deepFixture(b, dir, n)
-			ds, err := disk.Open(dir, &disk.Options{Durability: disk.DurabilityNone})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { ds.Close() })
-			st, refs = ds, ds.Refs()
+			st, refs, id = ds, ds.Refs(), ids[i]
 		} else {
 			ms := cas.NewMemStore(nil)
 			st, refs = ms, ms.Refs()

@@ -18,6 +18,9 @@
 //	                          allowing for the filesystem's granularity:
 //	                          see Store.DeleteIfOlder)
 //	tmp/.tmp-<pid>-<n>        temporary files, published by rename or link
+//	tmp/spare-ref-XX          a ref lock stripe's spare ref file: the next
+//	                          move's new ref file is written into it, then
+//	                          exchanged with the ref file (see Refs.commit)
 //	refs/<lower-cased name>   a ref: "<HASH> <Name>\n" (Name case-preserved)
 //	logs/<lower-cased name>@.jsonl
 //	                          a ref's log: one JSON object per line,
@@ -30,7 +33,10 @@
 //	                          a newline and the entry, at the hex SHA-256 of
 //	                          the key; written unsynced by rename, never read
 //	                          by GC, fsck, export or import; deleting the
-//	                          folder loses nothing
+//	                          folder loses nothing. On Linux an entry keyed
+//	                          "<kind>/<HASH>" lives in the attribute
+//	                          user.uwf.<kind> of that node's object file
+//	                          instead (no file made; see derived.go)
 //	locks/refs                the lock for creating and deleting refs
 //	locks/ref-XX              256 striped locks for moving refs
 //	journal/<seg>             the watch journal's segments (an additive
@@ -116,9 +122,10 @@
 //     them ([Store.CountTemps]);
 //   - a ref and its visible log agree. A change is made under the ref's
 //     locks in this order: (1) read the ref and check the expected value;
-//     (2) append the log line and write the new ref file's temporary file,
-//     then make both durable at one flush point; (3) rename the temporary
-//     file over the ref file (or remove it, for a delete). Any other write
+//     (2) append the log line and write the new ref file into the stripe's
+//     spare, then make both durable at one flush point; (3) exchange the
+//     spare with the ref file, or rename it into place (or remove the ref
+//     file, for a delete). Any other write
 //     that must be durable before a ref moves goes in (2), noted with the
 //     flush point, so that the same flush covers it (see Refs.commit).
 //     A crash between (2) and (3) leaves a last

@@ -137,3 +137,26 @@ func FuzzReadJournal(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAttrEntry: an attribute's value is an entry only when it is exactly
+// "<gen>\n<key>\n<entry>" for the cache's generation and the key asked
+// for; anything else (torn, foreign, of an old generation) is no entry.
+func FuzzAttrEntry(f *testing.F) {
+	f.Add([]byte("0123456789abcdef\nchain/AAAAAAAAAAAAA\n{}"), "0123456789abcdef", "chain/AAAAAAAAAAAAA")
+	f.Add([]byte("0123456789abcdef\nchain/AAAAAAAAAAAAA"), "0123456789abcdef", "chain/AAAAAAAAAAAAA")
+	f.Add([]byte("\n\n"), "", "")
+	f.Fuzz(func(t *testing.T, data []byte, gen, key string) {
+		v, ok := attrEntry(data, gen, key)
+		want := ok
+		if gen != "" && !strings.Contains(gen, "\n") && !strings.Contains(key, "\n") {
+			prefix := gen + "\n" + key + "\n"
+			want = strings.HasPrefix(string(data), prefix)
+			if want && string(v) != string(data[len(prefix):]) {
+				t.Fatalf("attrEntry(%q, %q, %q) = %q, want %q", data, gen, key, v, data[len(prefix):])
+			}
+		}
+		if ok != want || gen == "" && ok {
+			t.Fatalf("attrEntry(%q, %q, %q) ok = %v, want %v", data, gen, key, ok, want)
+		}
+	})
+}

@@ -156,7 +156,12 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 			return nil, err
 		}
 		seg := r.s.jseg.Load()
-		if seg == 0 || r.exists(r.segPath(seg+1)) {
+		known := false // seg+1 is known not to exist
+		if seg == 0 {
+			seg = r.probeSegments()
+			known = seg > 0
+		}
+		if seg == 0 || !known && r.exists(r.segPath(seg+1)) {
 			segs, err := r.segments()
 			if err != nil {
 				unlock()
@@ -170,6 +175,7 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 			}
 		}
 		if seg > 0 {
+			r.s.jseg.Store(seg)
 			f, err := r.s.fs.OpenFile(r.segPath(seg), os.O_WRONLY|os.O_APPEND, 0)
 			if err == nil {
 				size, err := f.Size()
@@ -192,6 +198,21 @@ func (r *Refs) beginJournal(ctx context.Context) (*journalWriter, error) {
 		}
 	}
 	return nil, fmt.Errorf("disk: journal: could not open its newest segment (the journal keeps changing)")
+}
+
+// probeSegments returns the newest segment of a journal that still holds
+// segment 1 and at most 4 segments in all, found by looking for each in
+// turn (a process's first change: cheaper than listing journal/); 0 when
+// the journal is not such (no journal, trimmed, or longer), for the
+// caller to list. The caller holds the journal's lock shared, so no
+// segment is started meanwhile.
+func (r *Refs) probeSegments() int64 {
+	for n := int64(1); n <= 4; n++ {
+		if !r.exists(r.segPath(n)) {
+			return n - 1
+		}
+	}
+	return 0
 }
 
 func (r *Refs) exists(path string) bool {

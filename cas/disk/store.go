@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,7 @@ type Store struct {
 	noUnnamed atomic.Bool
 
 	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
+	noAttrs   atomic.Bool    // the filesystem keeps no extended attributes (derived.go)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
 	watch     notifier       // wakes this Store's watchers
 	confirmed confirmedCache // what this Store's watchers found committed
@@ -246,8 +248,8 @@ func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, 
 			first = cmp.Or(first, fmt.Errorf("disk: temporary file: %w", err))
 			continue
 		}
-		if fi.IsDir() {
-			continue
+		if fi.IsDir() || strings.HasPrefix(e.Name(), spareName) {
+			continue // a spare ref file is no leftover (see Refs.commit)
 		}
 		total++
 		if !changeTime(fi).Before(limit) {

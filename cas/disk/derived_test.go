@@ -138,9 +138,9 @@ func TestDerivedIgnored(t *testing.T) {
 		t.Error("GC deleted the referenced object")
 	}
 	if v, ok, err := st.GetDerived(ctx, "chain/"+kept.String()); !ok || err != nil || string(v) != kept.String() {
-// TestDerivedIgnored: fsck is not confused by cache/, GC drops the entry
-// of the node it collects and keeps the other, and export and import do
-// not carry the cache.
+		// TestDerivedIgnored: fsck is not confused by cache/, GC drops the entry
+		// of the node it collects and keeps the other, and export and import do
+		// not carry the cache.
 	}
 	rep, err := r.Fsck(ctx, nil)
 	if err != nil || !rep.OK() {

@@ -51,10 +51,11 @@ type memObject struct {
 }
 
 var (
-	_ Store       = (*MemStore)(nil)
-	_ BatchPutter = (*MemStore)(nil)
-	_ Derived     = (*MemStore)(nil)
-	_ Refs        = (*MemRefs)(nil)
+	_ Store              = (*MemStore)(nil)
+	_ BatchPutter        = (*MemStore)(nil)
+	_ Derived            = (*MemStore)(nil)
+	_ DerivedBatchGetter = (*MemStore)(nil)
+	_ Refs               = (*MemRefs)(nil)
 )
 
 // NewMemStore returns an empty memory store. A nil opts means defaults.
@@ -677,6 +678,12 @@ func (s *MemStore) GetDerived(ctx context.Context, key string) ([]byte, bool, er
 // PutDerived sets the [Derived] entry at key.
 func (s *MemStore) PutDerived(ctx context.Context, key string, data []byte) error {
 	return s.derived.PutDerived(ctx, key, data)
+}
+
+// GetDerivedBatch returns the [Derived] entries at keys
+// ([DerivedBatchGetter]).
+func (s *MemStore) GetDerivedBatch(ctx context.Context, keys []string) ([][]byte, []bool, error) {
+	return s.derived.GetDerivedBatch(ctx, keys)
 }
 
 // DropDerived removes the [Derived] entry at key.

@@ -41,6 +41,7 @@ type queries struct {
 	lockSharedXact, touchMany, putLinked     string
 	moveIfPresent, deleteIfOlderMany         string
 	getMany                                  string
+	readBatch, getRefNodes                   string
 }
 
 func newQueries(schema string) queries {
@@ -50,6 +51,10 @@ func newQueries(schema string) queries {
 	w := func(from string) string { return watchStep(schema, from) }
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
 	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
+	q.readBatch = q.expand(`SELECT hash, NULL::text, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])
+		UNION ALL SELECT NULL::bigint, key, data FROM {{S}}.derived WHERE key = ANY ($2::text[])`)
+	q.getRefNodes = q.expand(`SELECT r.name, r.hash, o.data FROM {{S}}.refs r
+		LEFT JOIN {{S}}.objects o ON o.hash = r.hash WHERE r.name = ANY ($1::text[])`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
 	q.deleteIfOlder = q.expand(`DELETE FROM {{S}}.objects WHERE hash = $1 AND time < $2`)

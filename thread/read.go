@@ -106,7 +106,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	if from != nil && from.Kind != KindStart {
 		fetch = e.newChainFetch(ctx, from)
 		fetchedTo = from.Depth() - window + 1
-		fetch.fetch(ctx, fetchedTo, nil, nil)
+		fetch.fetch(ctx, fetchedTo, nil, nil, nil)
 	}
 	for n := from; n != nil; {
 		s, err := e.renderEntry(ctx, id, hn.Hash, n, get)
@@ -138,7 +138,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		if fetch != nil && n.Depth()-1 < fetchedTo {
 			window *= 2
 			fetchedTo -= window
-			fetch.fetch(ctx, fetchedTo, nil, nil)
+			fetch.fetch(ctx, fetchedTo, nil, nil, nil)
 		}
 		if n, err = e.readNode(ctx, next, r); err != nil {
 			return nil, err

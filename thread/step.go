@@ -507,7 +507,17 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			e.repo.Prefetch(ctx, more())
 			e.repo.Prefetch(ctx, more())
 		} else {
-			e.newChainFetch(ctx, head).fetch(ctx, head.Depth()-stepWindow+1, []cas.Hash{head.StartHash()}, more)
+			// The step cache's entries of the head and its predecessor
+			// (the counts the synth and replay agents and the step limit
+			// read, and the new step's entry derives from) come in the
+			// first batch.
+			c := head.Chain()
+			from := c.Prev
+			if from.IsZero() {
+				from = c.Start
+			}
+			keys := []string{chainKey(head.Hash), chainKey(from)}
+			e.newChainFetch(ctx, head).fetch(ctx, head.Depth()-stepWindow+1, []cas.Hash{head.StartHash()}, keys, more)
 		}
 	}
 	pos, err := e.locate(ctx, head)

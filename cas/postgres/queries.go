@@ -41,7 +41,7 @@ type queries struct {
 	lockSharedXact, touchMany, putLinked     string
 	moveIfPresent, deleteIfOlderMany         string
 	getMany                                  string
-	readBatch, getRefNodes                   string
+	readBatch, getRefNodes, moveLinked       string
 }
 
 func newQueries(schema string) queries {
@@ -139,6 +139,9 @@ func newQueries(schema string) queries {
 		panic("postgres: the move statement lost its compare-and-swap condition " + moveAnchor)
 	}
 	q.moveIfPresent = q.expand(q.moveIfPresent)
+	// The move of a step whose objects the same transaction stored
+	// (PutLinkedSwap): the move, only if they and their edges are there.
+	q.moveLinked = q.expand(strings.Replace(q.move, moveAnchor, moveAnchor+moveLinkedGuard, 1))
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
 		), ` + w("d") + `

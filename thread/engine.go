@@ -276,6 +276,44 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	return nil
 }
 
+// putCommit stores nodes, the last one a step or mark whose chain fields
+// are c, and commits it to thread id as [Engine.commit] does: on a store
+// with [cas.LinkedSwapper] (PostgreSQL) in one atomic step, one round trip
+// and one commit. Before the nodes are stored it checks the lease, if any;
+// before they are committed the caller has stored the new node's step
+// cache entry. stored says whether the nodes were stored (a failed commit
+// leaves them, as a put and a failed commit do); a conflict is a
+// *[ConflictError].
+func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *Chain, message string) (hs []cas.Hash, stored bool, err error) {
+	from := c.Prev
+	if from.IsZero() {
+		from = c.Start
+	}
+	if l := fenceOf(ctx, id); l != nil {
+		// Under a lease: commit only while it is valid by this process's
+		// clock, and say whose run it was.
+		if err := l.Check(); err != nil {
+			hs, perr := e.repo.PutNodes(ctx, nodes)
+			if perr != nil {
+				return nil, false, perr
+			}
+			return hs, true, fmt.Errorf("commit to thread %s: %w", id, err)
+		}
+		message += " (" + l.label() + ")"
+	}
+	hs, err = e.repo.PutNodesMove(ctx, nodes, refName(id), from, message)
+	var ce *cas.ConflictError
+	switch {
+	case hs == nil:
+		return nil, false, err
+	case errors.As(err, &ce):
+		return hs, true, &ConflictError{Thread: id, Expected: from, Current: ce.Current}
+	case err != nil:
+		return hs, true, fmt.Errorf("commit to thread %s: %w", id, err)
+	}
+	return hs, true, nil
+}
+
 // appendMarkAfter appends a mark to thread id after head; detail is the
 // agent run that asked for it (zero if none), sess that run's session (nil
 // if none).
@@ -285,17 +323,22 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, err
 	}
 	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
-	h, err := e.repo.Put(ctx, m.schema(), m.Payload())
-	if err != nil {
+	mn := cas.Node{Type: m.schema(), Payload: m.Payload()}
+	// The mark's step cache entry goes first, then the mark and its
+	// commit in one (see putCommit).
+	if h, err := mn.Hash(); err == nil {
+		if he, err := e.entry(ctx, head); err == nil {
+			e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
+		}
+	}
+	hs, stored, err := e.putCommit(ctx, id, []cas.Node{mn}, &m.Chain, "mark "+kind)
+	if !stored {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
-	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
-	}
-	if err := e.commit(ctx, id, h, &m.Chain, "mark "+kind); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	return h, nil
+	return hs[0], nil
 }
 
 // headNode reads thread id's head node.

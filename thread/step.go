@@ -127,7 +127,9 @@ type StepResult struct {
 // Timings break a step's time down: Context (reading the head, the chain
 // back to the last step, the workflow, routing, the thread so far, the
 // prompt), Agent (the agent's runs), Extract (reading its output), Store
-// (putting the step's nodes, one flush point) and Commit (moving the head).
+// (writing the new step's step-cache entry) and Commit (putting the step's
+// nodes, one flush point, and moving the head: one atomic step, and one
+// round trip, on PostgreSQL).
 type Timings struct {
 	Context, Agent, Extract, Store, Commit time.Duration
 }
@@ -761,22 +763,27 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	}
 	step := &Step{Chain: c, Role: d.Role, Output: outHash, Detail: detHash, Agent: ag.Name(),
 		StartedAt: started.UnixMilli(), CompletedAt: completed.UnixMilli()}
-	nodes = append(nodes, outNode, detNode, cas.Node{Type: cas.StepSchema, Payload: step.Payload()})
+	stepNode := cas.Node{Type: cas.StepSchema, Payload: step.Payload()}
+	nodes = append(nodes, outNode, detNode, stepNode)
+	// The new step's cache entry first, then its nodes and its commit in
+	// one (see putCommit): the step node is committed without reading it
+	// back.
 	t0 := time.Now()
-	hs, err := e.repo.PutNodes(ctx, nodes)
-	if err != nil {
-		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
+	if sh, err := stepNode.Hash(); err == nil {
+		if he, err := e.entry(ctx, head); err == nil {
+			e.followEntry(ctx, he, &Node{Hash: sh, Kind: KindStep, Step: step}, det.Session)
+		}
 	}
 	tm.Store = time.Since(t0)
-	stepHash := hs[len(hs)-1]
-	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step}, det.Session)
-	}
 	t0 = time.Now()
-	// The step node was just put: commit it without reading it back.
-	if err := e.commit(ctx, id, stepHash, &step.Chain, "step "+d.Role); err != nil {
+	hs, stored, err := e.putCommit(ctx, id, nodes, &step.Chain, "step "+d.Role)
+	if !stored {
+		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
+	}
+	if err != nil {
 		return nil, err
 	}
+	stepHash := hs[len(hs)-1]
 	tm.Commit = time.Since(t0)
 	e.log.Debug("step timings", "thread", id, "role", d.Role, "context", tm.Context, "agent", tm.Agent,
 		"extract", tm.Extract, "store", tm.Store, "commit", tm.Commit)

@@ -758,8 +758,9 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 // them): the start node, the details of the head and of the last failure,
 // the mark's previous node, the step cache's entries of the head and its
 // predecessor and the thread's origin entry; then the workflow and the
-// details of a mark's previous step. A read that fails is left to Show to
-// report; it does nothing on other stores.
+// details of a mark's previous step (neither, for a workflow the engine
+// keeps loaded and a head that is no mark: no second batch). A read that
+// fails is left to Show to report; it does nothing on other stores.
 func (e *Engine) prefetchShow(ctx context.Context, id string, head, fh cas.Hash) {
 	if !e.repo.CanPrefetch(ctx) {
 		return
@@ -793,7 +794,7 @@ func (e *Engine) prefetchShow(ctx context.Context, id string, head, fh cas.Hash)
 	}
 	e.repo.PrefetchWith(ctx, hs, keys)
 	hs = nil
-	if sn, err := e.Node(ctx, hn.StartHash()); err == nil && sn.Start != nil {
+	if sn, err := e.Node(ctx, hn.StartHash()); err == nil && sn.Start != nil && e.cachedWorkflow(sn.Start.Workflow) == nil {
 		hs = append(hs, sn.Start.Workflow)
 	}
 	if c := hn.Chain(); c != nil && hn.Mark != nil && !c.Prev.IsZero() {

@@ -331,6 +331,9 @@ func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(ca
 
 // workflowName reads a workflow node's name; the hash if it cannot.
 func (e *Engine) workflowName(ctx context.Context, h cas.Hash) string {
+	if lw := e.cachedWorkflow(h); lw != nil {
+		return lw.wf.Name
+	}
 	n, err := e.repo.Get(ctx, h)
 	if err != nil {
 		return h.String()

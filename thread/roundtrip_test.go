@@ -206,7 +206,93 @@ const (
 	// details, and the step cache's and origin's entries in one more; the
 	// workflow in a third. (Before: 6-10, one node, entry or ref each.)
 	maxShowTrips = 3
+	// maxWorkerShowTrips: show in an engine that keeps the workflow
+	// loaded (a worker's, after its first step): no third.
+	maxWorkerShowTrips = 2
 )
+
+// withoutNotify returns trips without the watch notifications, which a
+// ref move sends after its commit on the store's schedule (one may land in
+// the next call's record).
+func withoutNotify(trips []string) []string {
+	var out []string
+	for _, trip := range trips {
+		if !strings.HasPrefix(trip, "Q SELECT set_config('synchronous_commit', 'off', true), pg_notify(") {
+			out = append(out, trip)
+		}
+	}
+	return out
+}
+
+// TestPostgresWorkerShowRoundTrips: a worker keeps one store and engine,
+// and shows a thread before each step; once the engine holds the
+// workflow, show takes at most maxWorkerShowTrips round trips (one more
+// under a mark) and a step reads no more than a fresh engine's does.
+func TestPostgresWorkerShowRoundTrips(t *testing.T) {
+	url := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	trips := &tripCounter{}
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, url+sep+"schema="+pgtest.Schema(t, "workertrips"), &postgres.Options{Tracer: trips})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	repo, err := cas.Open(ctx, st, st.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := thread.New(repo, nil)
+	review, _ := examples.FS.ReadFile("review-loop.yaml")
+	wf, err := registry.Parse("review-loop.yaml", review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Registry().Put(ctx, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := e.Start(ctx, res.Hash, "task", "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for depth := 1; ; depth++ {
+		trips.record()
+		info, err := e.Show(ctx, id)
+		show := withoutNotify(trips.stop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.WorkflowName != "review-loop" {
+			t.Errorf("step %d: show names the workflow %q, want review-loop", depth, info.WorkflowName)
+		}
+		// Under a mark (the done one) show reads the step before it and
+		// then its details: one more.
+		max := maxWorkerShowTrips
+		if info.Status != thread.StatusActive {
+			max = maxShowTrips
+		}
+		if depth > 1 && len(show) > max {
+			t.Errorf("step %d: show took %d round trips, want at most %d:\n%s", depth, len(show), max, strings.Join(show, "\n"))
+		}
+		if info.Status != thread.StatusActive {
+			return
+		}
+		trips.record()
+		_, err = e.Step(ctx, id, &thread.RunOptions{Agent: "synth"})
+		step := withoutNotify(trips.stop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(step) > maxStepReads+3 {
+			t.Errorf("step %d: %d round trips, want at most %d reads and 3 more:\n%s", depth, len(step), maxStepReads, strings.Join(step, "\n"))
+		}
+		t.Logf("step %d: show %d, step %d round trips", depth, len(show), len(step))
+	}
+}
 
 // TestPostgresCLIStepRoundTrips counts every round trip of a step as a new
 // process makes it (open the store and the repo, show the thread, step
@@ -257,7 +343,7 @@ func TestPostgresCLIStepRoundTrips(t *testing.T) {
 		open := trips.stop()
 		trips.record()
 		info, err := e.Show(ctx, id)
-		show := trips.stop()
+		show := withoutNotify(trips.stop())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,17 +164,14 @@ type loadedWorkflow struct {
 const maxCachedWorkflows = 64
 
 func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow, error) {
-	e.wfMu.Lock()
-	lw, ok := e.workflows[h]
-	e.wfMu.Unlock()
-	if ok && e.cacheSize > 0 {
+	if lw := e.cachedWorkflow(h); lw != nil {
 		return lw, nil
 	}
 	st, err := e.reg.LoadStored(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", h, err)
 	}
-	lw = &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}
+	lw := &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}
 	if e.cacheSize > 0 {
 		e.wfMu.Lock()
 		if e.workflows == nil || len(e.workflows) >= maxCachedWorkflows {
@@ -184,6 +181,17 @@ func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow,
 		e.wfMu.Unlock()
 	}
 	return lw, nil
+}
+
+// cachedWorkflow returns the workflow at h if the engine keeps it loaded,
+// else nil.
+func (e *Engine) cachedWorkflow(h cas.Hash) *loadedWorkflow {
+	if e.cacheSize <= 0 {
+		return nil
+	}
+	e.wfMu.Lock()
+	defer e.wfMu.Unlock()
+	return e.workflows[h]
 }
 
 // position is what the step loop needs to know about where a thread is.
@@ -484,7 +492,8 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 	// raw outputs with the role schemas.
 	if e.repo.CanPrefetch(ctx) {
 		// more gives, batch after batch: nothing (the start is in the
-		// first), the workflow, its role schemas, then nothing.
+		// first), the workflow, its role schemas, then nothing; nothing
+		// at all for a workflow the engine keeps loaded.
 		var calls int
 		var wfDone, schemasDone bool
 		more := func() []cas.Hash {
@@ -492,7 +501,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 				return nil
 			}
 			sn, err := e.Node(ctx, head.StartHash())
-			if err != nil || sn.Start == nil || schemasDone {
+			if err != nil || sn.Start == nil || schemasDone || e.cachedWorkflow(sn.Start.Workflow) != nil {
 				return nil
 			}
 			if !wfDone {

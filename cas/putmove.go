@@ -25,8 +25,18 @@ import (
 // followed by a failed move leaves them, and hs is returned) or the whole
 // step's failure (nothing stored, hs nil), and hs, on success, the hashes
 // of data in order.
+//
+// With the put it writes entries to the store's [Derived] cache, in the same
+// transaction (they are written whether or not the ref moves, and need not
+// be durable: a store without the cache's table keeps none).
 type LinkedSwapper interface {
-	PutLinkedSwap(ctx context.Context, st Store, data [][]byte, edges []Hash, name string, old, new Hash, message string) (hs []Hash, done bool, err error)
+	PutLinkedSwap(ctx context.Context, st Store, data [][]byte, edges []Hash, name string, old, new Hash, message string, entries []DerivedEntry) (hs []Hash, done bool, err error)
+}
+
+// DerivedEntry is an entry of a [Derived] cache: its key and its bytes.
+type DerivedEntry struct {
+	Key  string
+	Data []byte
 }
 
 // PutNodesMove stores nodes as [Repo.PutNodes] does, then moves ref name
@@ -37,10 +47,32 @@ type LinkedSwapper interface {
 // nil if the nodes were not stored (err is then PutNodes'); with hs and an
 // error, the nodes are stored and the move failed (a *[ConflictError] if
 // name was not at old).
-func (r *Repo) PutNodesMove(ctx context.Context, nodes []Node, name string, old Hash, message string) (hs []Hash, err error) {
+//
+// It first writes entries to the [Derived] cache ([Repo.Derived]), as
+// [Repo.PutDerived] does (on PostgreSQL in the same round trip): a
+// higher layer's entries that describe the nodes. Writing them is best
+// effort, as the cache's are: a failure is logged, not returned; a bad key
+// fails the call with an error wrapping [ErrInvalid] before anything is
+// written.
+func (r *Repo) PutNodesMove(ctx context.Context, nodes []Node, name string, old Hash, message string, entries ...DerivedEntry) (hs []Hash, err error) {
+	for _, e := range entries {
+		if err := ValidateDerivedKey(e.Key); err != nil {
+			return nil, err
+		}
+	}
 	if ls, ok := r.raw.(LinkedSwapper); ok && len(nodes) > 0 && !old.IsZero() {
-		if hs, done, err := r.putNodesSwap(ctx, ls, nodes, name, old, message); done {
+		if hs, done, err := r.putNodesSwap(ctx, ls, nodes, name, old, message, entries); done {
+			if m := readMemoOf(ctx); m != nil {
+				for _, e := range entries {
+					m.storeDerived(e.Key, derivedRead{data: e.Data, ok: true})
+				}
+			}
 			return hs, err
+		}
+	}
+	for _, e := range entries {
+		if err := r.PutDerived(ctx, e.Key, e.Data); err != nil {
+			r.log.Debug("write a derived-cache entry", "key", e.Key, "err", err)
 		}
 	}
 	if hs, err = r.PutNodes(ctx, nodes); err != nil {
@@ -52,7 +84,7 @@ func (r *Repo) PutNodesMove(ctx context.Context, nodes []Node, name string, old 
 // putNodesSwap is PutNodesMove's fast path; done false means nothing is
 // moved and the slow path is to run (it reports a bad node, name or
 // message, an absent edge, a lost built-in schema).
-func (r *Repo) putNodesSwap(ctx context.Context, ls LinkedSwapper, nodes []Node, name string, old Hash, message string) (hs []Hash, done bool, err error) {
+func (r *Repo) putNodesSwap(ctx context.Context, ls LinkedSwapper, nodes []Node, name string, old Hash, message string, entries []DerivedEntry) (hs []Hash, done bool, err error) {
 	if ValidateRefName(name) != nil {
 		return nil, false, nil
 	}
@@ -72,7 +104,7 @@ func (r *Repo) putNodesSwap(ctx context.Context, ls LinkedSwapper, nodes []Node,
 		return nil, false, nil
 	}
 	data, edges, pos := linkedBatch(ps)
-	stored, done, err := ls.PutLinkedSwap(ctx, r.st, data, edges, name, old, newHash, message)
+	stored, done, err := ls.PutLinkedSwap(ctx, r.st, data, edges, name, old, newHash, message, entries)
 	if !done {
 		return nil, false, nil
 	}

@@ -279,12 +279,12 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 // putCommit stores nodes, the last one a step or mark whose chain fields
 // are c, and commits it to thread id as [Engine.commit] does: on a store
 // with [cas.LinkedSwapper] (PostgreSQL) in one atomic step, one round trip
-// and one commit. Before the nodes are stored it checks the lease, if any;
-// before they are committed the caller has stored the new node's step
-// cache entry. stored says whether the nodes were stored (a failed commit
+// and one commit, with entries, the new node's step-cache entry (in the
+// same round trip there). Before the nodes are stored it checks the lease,
+// if any. stored says whether the nodes were stored (a failed commit
 // leaves them, as a put and a failed commit do); a conflict is a
 // *[ConflictError].
-func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *Chain, message string) (hs []cas.Hash, stored bool, err error) {
+func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *Chain, message string, entries []cas.DerivedEntry) (hs []cas.Hash, stored bool, err error) {
 	from := c.Prev
 	if from.IsZero() {
 		from = c.Start
@@ -293,6 +293,11 @@ func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *
 		// Under a lease: commit only while it is valid by this process's
 		// clock, and say whose run it was.
 		if err := l.Check(); err != nil {
+			for _, d := range entries {
+				if err := e.repo.PutDerived(ctx, d.Key, d.Data); err != nil {
+					e.log.Debug("step cache: write", "key", d.Key, "err", err)
+				}
+			}
 			hs, perr := e.repo.PutNodes(ctx, nodes)
 			if perr != nil {
 				return nil, false, perr
@@ -301,7 +306,7 @@ func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *
 		}
 		message += " (" + l.label() + ")"
 	}
-	hs, err = e.repo.PutNodesMove(ctx, nodes, refName(id), from, message)
+	hs, err = e.repo.PutNodesMove(ctx, nodes, refName(id), from, message, entries...)
 	var ce *cas.ConflictError
 	switch {
 	case hs == nil:
@@ -324,14 +329,15 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 	}
 	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
 	mn := cas.Node{Type: m.schema(), Payload: m.Payload()}
-	// The mark's step cache entry goes first, then the mark and its
-	// commit in one (see putCommit).
+	// The mark, its step-cache entry and its commit in one (see
+	// putCommit).
+	var entries []cas.DerivedEntry
 	if h, err := mn.Hash(); err == nil {
 		if he, err := e.entry(ctx, head); err == nil {
-			e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
+			entries = e.followData(he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
 		}
 	}
-	hs, stored, err := e.putCommit(ctx, id, []cas.Node{mn}, &m.Chain, "mark "+kind)
+	hs, stored, err := e.putCommit(ctx, id, []cas.Node{mn}, &m.Chain, "mark "+kind, entries)
 	if !stored {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}

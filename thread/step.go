@@ -127,9 +127,9 @@ type StepResult struct {
 // Timings break a step's time down: Context (reading the head, the chain
 // back to the last step, the workflow, routing, the thread so far, the
 // prompt), Agent (the agent's runs), Extract (reading its output), Store
-// (writing the new step's step-cache entry) and Commit (putting the step's
-// nodes, one flush point, and moving the head: one atomic step, and one
-// round trip, on PostgreSQL).
+// (deriving the new step's step-cache entry) and Commit (putting the step's
+// nodes, one flush point, with the entry, and moving the head: one atomic
+// step, and one round trip, on PostgreSQL).
 type Timings struct {
 	Context, Agent, Extract, Store, Commit time.Duration
 }
@@ -774,18 +774,18 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 		StartedAt: started.UnixMilli(), CompletedAt: completed.UnixMilli()}
 	stepNode := cas.Node{Type: cas.StepSchema, Payload: step.Payload()}
 	nodes = append(nodes, outNode, detNode, stepNode)
-	// The new step's cache entry first, then its nodes and its commit in
-	// one (see putCommit): the step node is committed without reading it
-	// back.
+	// The nodes, the new step's cache entry and its commit in one (see
+	// putCommit): the step node is committed without reading it back.
 	t0 := time.Now()
+	var entries []cas.DerivedEntry
 	if sh, err := stepNode.Hash(); err == nil {
 		if he, err := e.entry(ctx, head); err == nil {
-			e.followEntry(ctx, he, &Node{Hash: sh, Kind: KindStep, Step: step}, det.Session)
+			entries = e.followData(he, &Node{Hash: sh, Kind: KindStep, Step: step}, det.Session)
 		}
 	}
 	tm.Store = time.Since(t0)
 	t0 = time.Now()
-	hs, stored, err := e.putCommit(ctx, id, nodes, &step.Chain, "step "+d.Role)
+	hs, stored, err := e.putCommit(ctx, id, nodes, &step.Chain, "step "+d.Role, entries)
 	if !stored {
 		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
 	}

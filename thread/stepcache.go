@@ -398,13 +398,29 @@ func (e *Engine) memo(ce *chainEntry) {
 // whose entry is he (nil: none known, nothing stored); sess is the session
 // its run reported (nil: none, or no run).
 func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node, sess *Session) {
-	if he != nil {
-		l := linkOf(next)
-		l.session, l.known = sess, true
-		ne := derive(he, l)
-		e.storeEntry(ctx, ne)
-		e.memo(ne)
+	for _, d := range e.followData(he, next, sess) {
+		if err := e.repo.PutDerived(ctx, d.Key, d.Data); err != nil {
+			e.log.Debug("step cache: write", "node", next.Hash, "err", err)
+		}
 	}
+}
+
+// followData is [Engine.followEntry] that returns the entry to store with
+// the node (none if he is nil) instead of storing it.
+func (e *Engine) followData(he *chainEntry, next *Node, sess *Session) []cas.DerivedEntry {
+	if he == nil {
+		return nil
+	}
+	l := linkOf(next)
+	l.session, l.known = sess, true
+	ne := derive(he, l)
+	e.memo(ne)
+	data, err := json.Marshal(ne)
+	if err != nil {
+		e.log.Debug("step cache: encode", "node", ne.Node, "err", err)
+		return nil
+	}
+	return []cas.DerivedEntry{{Key: chainKey(ne.Node), Data: data}}
 }
 
 // originEntry is a "ref/threads/<id>" entry.

@@ -58,8 +58,9 @@ func (c *batchCounter) take() (batches, stmts []string) {
 	return c.batches, stmts
 }
 
-// TestPutNodesMove: a step's nodes and its ref move in one. On PostgreSQL
-// a good one is one batch and nothing else; a conflict leaves the nodes
+// TestPutNodesMove: a step's nodes, its ref move and its derived-cache
+// entry in one. On PostgreSQL a good one is one batch and nothing else; a
+// bad entry key writes nothing; a conflict leaves the nodes
 // stored and the ref where it is; a node whose hash holds corrupt bytes is
 // healed before the ref moves onto it (the slow path); an absent edge
 // fails naming it, moving nothing. The memory store, without the fast
@@ -123,16 +124,20 @@ func TestPutNodesMove(t *testing.T) {
 			out := node("out")
 			outHash, _ := out.Hash()
 			trace.reset()
-			hs, err := repo.PutNodesMove(ctx, []cas.Node{out, node("step", outHash, root)}, "t/a", root, "step 1")
+			entry := cas.DerivedEntry{Key: "chain/step1", Data: []byte(`{"steps":1}`)}
+			hs, err := repo.PutNodesMove(ctx, []cas.Node{out, node("step", outHash, root)}, "t/a", root, "step 1", entry)
 			if err != nil {
 				t.Fatal(err)
 			}
 			batches, stmts := trace.take()
+			if got, ok, err := repo.Derived().GetDerived(ctx, entry.Key); err != nil || !ok || string(got) != string(entry.Data) {
+				t.Errorf("the entry written with the step = %q, %v, %v; want %q", got, ok, err, entry.Data)
+			}
 			if len(hs) != 2 || hs[0] != outHash || ref() != hs[1] {
 				t.Fatalf("PutNodesMove = %v; ref at %s; want the output and the step, the ref on the step", hs, ref())
 			}
-			if be.name == "postgres" && (len(batches) != 1 || len(stmts) != 0 || !strings.Contains(batches[0], "ref_log")) {
-				t.Errorf("a good PutNodesMove made %d batches and %d statements, want 1 batch (put and move):\n%s\n%s",
+			if be.name == "postgres" && (len(batches) != 1 || len(stmts) != 0 || !strings.Contains(batches[0], "ref_log") || !strings.Contains(batches[0], ".derived")) {
+				t.Errorf("a good PutNodesMove made %d batches and %d statements, want 1 batch (put, move and entry):\n%s\n%s",
 					len(batches), len(stmts), strings.Join(batches, "\n"), strings.Join(stmts, "\n"))
 			}
 			log, err := repo.Refs().Log(ctx, "t/a")
@@ -168,6 +173,11 @@ func TestPutNodesMove(t *testing.T) {
 				t.Errorf("after a move over corrupt bytes: output %v, ref at %s; want the output healed and the ref at %s", err, ref(), hs[1])
 			}
 			step2 := hs[1]
+
+			// A bad entry key: nothing is written.
+			if hs, err := repo.PutNodesMove(ctx, []cas.Node{node("step 2b", step2)}, "t/a", step2, "bad key", cas.DerivedEntry{Key: "Bad key"}); !errors.Is(err, cas.ErrInvalid) || hs != nil || ref() != step2 {
+				t.Errorf("PutNodesMove with a bad entry key = %v, %v; ref at %s; want ErrInvalid, nothing stored, the ref at %s", hs, err, ref(), step2)
+			}
 
 			// An absent edge: nothing moves; the error names it.
 			absent := cas.Sum([]byte(`{"absent":true}`))

@@ -42,6 +42,7 @@ type queries struct {
 	moveIfPresent, deleteIfOlderMany         string
 	getMany                                  string
 	readBatch, getRefNodes, moveLinked       string
+	putDerivedMany                           string
 }
 
 func newQueries(schema string) queries {
@@ -142,6 +143,8 @@ func newQueries(schema string) queries {
 	// The move of a step whose objects the same transaction stored
 	// (PutLinkedSwap): the move, only if they and their edges are there.
 	q.moveLinked = q.expand(strings.Replace(q.move, moveAnchor, moveAnchor+moveLinkedGuard, 1))
+	q.putDerivedMany = q.expand(`INSERT INTO {{S}}.derived (key, data)
+		SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data`)
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
 		), ` + w("d") + `

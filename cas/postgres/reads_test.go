@@ -2,11 +2,13 @@ package postgres_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/cas/postgres"
 )
 
 // TestReadBatch: objects and derived-cache entries in one statement give
@@ -166,5 +168,34 @@ func TestGetRefNodes(t *testing.T) {
 				t.Errorf("GetRefs with a bad name = %v, want ErrInvalidRefName", err)
 			}
 		})
+	}
+}
+
+// TestPlanCacheMode: a store's connections use generic plans for its
+// prepared statements (no planning per execution), unless the URL sets
+// plan_cache_mode itself.
+func TestPlanCacheMode(t *testing.T) {
+	needPostgres(t)
+	ctx := t.Context()
+	sep := "?"
+	if strings.Contains(testURL, "?") {
+		sep = "&"
+	}
+	for _, tc := range []struct{ url, want string }{
+		{testURL, "force_generic_plan"},
+		{testURL + sep + "plan_cache_mode=force_custom_plan", "force_custom_plan"},
+	} {
+		s, err := postgres.Open(ctx, tc.url, &postgres.Options{Schema: freshSchema(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := postgres.Pool(s).QueryRow(ctx, "SHOW plan_cache_mode").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("Open(%s): plan_cache_mode %q, want %q", tc.url, got, tc.want)
+		}
+		s.Close()
 	}
 }

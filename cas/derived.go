@@ -189,3 +189,70 @@ func (r *Repo) dropRefDerived(ctx context.Context, name string) {
 		r.log.Warn("drop a derived-cache entry", "ref", name, "err", err)
 	}
 }
+
+// DerivedBatchGetter is a [Derived] fast path: many entries in one read
+// (on PostgreSQL one statement). GetDerivedBatch returns, for each key of
+// keys in order, what GetDerived would: the entry's bytes (never nil once
+// found) and whether there is one; a bad key fails the whole batch with an
+// error wrapping [ErrInvalid].
+type DerivedBatchGetter interface {
+	GetDerivedBatch(ctx context.Context, keys []string) (data [][]byte, ok []bool, err error)
+}
+
+// GetDerivedBatch reads every entry of keys from d as [DerivedBatchGetter]
+// specifies, with d's GetDerivedBatch if it has one, else with one
+// GetDerived each.
+func GetDerivedBatch(ctx context.Context, d Derived, keys []string) (data [][]byte, ok []bool, err error) {
+	if b, isBatch := d.(DerivedBatchGetter); isBatch {
+		return b.GetDerivedBatch(ctx, keys)
+	}
+	data, ok = make([][]byte, len(keys)), make([]bool, len(keys))
+	for i, k := range keys {
+		if data[i], ok[i], err = d.GetDerived(ctx, k); err != nil {
+			return nil, nil, err
+		}
+	}
+	return data, ok, nil
+}
+
+func (d *memDerived) GetDerivedBatch(ctx context.Context, keys []string) ([][]byte, []bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		if err := ValidateDerivedKey(k); err != nil {
+			return nil, nil, err
+		}
+	}
+	data, ok := make([][]byte, len(keys)), make([]bool, len(keys))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, k := range keys {
+		if v, found := d.m[k]; found {
+			data[i], ok[i] = append([]byte{}, v...), true
+		}
+	}
+	return data, ok, nil
+}
+
+// GetDerived returns the entry at key: through a context with a read memo
+// ([WithReadMemo]) one prefetched with [Repo.PrefetchWith] is not read
+// again; else the store's [Derived] cache's (see [Repo.Derived]).
+func (r *Repo) GetDerived(ctx context.Context, key string) ([]byte, bool, error) {
+	if m := readMemoOf(ctx); m != nil {
+		if v, ok := m.loadDerived(key); ok {
+			return v.data, v.ok, nil
+		}
+	}
+	return r.Derived().GetDerived(ctx, key)
+}
+
+// PutDerived sets the entry at key in the store's [Derived] cache (see
+// [Repo.Derived]), and in ctx's read memo if it has one.
+func (r *Repo) PutDerived(ctx context.Context, key string, data []byte) error {
+	err := r.Derived().PutDerived(ctx, key, data)
+	if m := readMemoOf(ctx); m != nil && err == nil {
+		m.storeDerived(key, derivedRead{data: append([]byte{}, data...), ok: true})
+	}
+	return err
+}

@@ -51,10 +51,11 @@ type memObject struct {
 }
 
 var (
-	_ Store       = (*MemStore)(nil)
-	_ BatchPutter = (*MemStore)(nil)
-	_ Derived     = (*MemStore)(nil)
-	_ Refs        = (*MemRefs)(nil)
+	_ Store              = (*MemStore)(nil)
+	_ BatchPutter        = (*MemStore)(nil)
+	_ Derived            = (*MemStore)(nil)
+	_ DerivedBatchGetter = (*MemStore)(nil)
+	_ Refs               = (*MemRefs)(nil)
 )
 
 // NewMemStore returns an empty memory store. A nil opts means defaults.
@@ -688,4 +689,10 @@ func (s *MemStore) DropDerived(ctx context.Context, keys ...string) error {
 // taken when the listing starts).
 func (s *MemStore) DerivedKeys(ctx context.Context) iter.Seq2[string, error] {
 	return s.derived.DerivedKeys(ctx)
+}
+
+// GetDerivedBatch returns the [Derived] entries at keys
+// ([DerivedBatchGetter]).
+func (s *MemStore) GetDerivedBatch(ctx context.Context, keys []string) ([][]byte, []bool, error) {
+	return s.derived.GetDerivedBatch(ctx, keys)
 }

@@ -482,11 +482,31 @@ func (r *Repo) PutEach(ctx context.Context, nodes []Node) (hs []Hash, errs []err
 // having filled in nothing, if an edge is absent: the slow path then finds
 // which nodes fail (or puts back a lost built-in schema).
 func (r *Repo) putLinked(ctx context.Context, lp LinkedPutter, ps []prepared, hs []Hash, errs []error) (done bool) {
+	data, edges, pos := linkedBatch(ps)
+	stored, err := lp.PutLinked(ctx, data, edges)
+	if isAbsentTouch(err) {
+		return false
+	}
+	for i, p := range ps {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case stored[pos[p.hash]] != p.hash:
+			errs[i] = fmt.Errorf("put node: the store returned %s, want %s", stored[pos[p.hash]], p.hash)
+		default:
+			hs[i] = p.hash
+		}
+	}
+	return true
+}
+
+// linkedBatch returns what a linked put of ps stores: the distinct nodes'
+// bytes, the edges outside the batch (or to a later node of it), and the
+// index in data of each node's hash.
+func linkedBatch(ps []prepared) (data [][]byte, edges []Hash, pos map[Hash]int) {
 	in := make(map[Hash]int, len(ps))
 	seen := make(map[Hash]bool)
-	var edges []Hash
-	var data [][]byte
-	pos := make(map[Hash]int, len(ps)) // index in data
+	pos = make(map[Hash]int, len(ps))
 	for i, p := range ps {
 		for _, e := range p.edges {
 			if j, ok := in[e.Hash]; ok && j < i {
@@ -503,21 +523,7 @@ func (r *Repo) putLinked(ctx context.Context, lp LinkedPutter, ps []prepared, hs
 			data = append(data, p.data)
 		}
 	}
-	stored, err := lp.PutLinked(ctx, data, edges)
-	if isAbsentTouch(err) {
-		return false
-	}
-	for i, p := range ps {
-		switch {
-		case err != nil:
-			errs[i] = err
-		case stored[pos[p.hash]] != p.hash:
-			errs[i] = fmt.Errorf("put node: the store returned %s, want %s", stored[pos[p.hash]], p.hash)
-		default:
-			hs[i] = p.hash
-		}
-	}
-	return true
+	return data, edges, pos
 }
 
 // touch refreshes the age of the node at h, the presence check of every

@@ -178,7 +178,15 @@ func (e *Engine) Head(ctx context.Context, id string) (cas.Hash, error) {
 	if err != nil {
 		return 0, err
 	}
-	h, err := e.refs.Get(ctx, refName(id))
+	// Through a read memo, on PostgreSQL, the head node comes with the ref
+	// (one round trip): see [cas.Repo.GetRefs].
+	var h cas.Hash
+	hs, err := e.repo.GetRefs(ctx, []string{refName(id)})
+	if err == nil {
+		if h = hs[0]; h.IsZero() {
+			err = fmt.Errorf("ref %s: %w", refName(id), cas.ErrNotFound)
+		}
+	}
 	if err != nil {
 		if errors.Is(err, cas.ErrNotFound) {
 			// A ref deleted behind uwf's back: say so, and how to get it back.
@@ -268,6 +276,49 @@ func (e *Engine) commit(ctx context.Context, id string, h cas.Hash, c *Chain, me
 	return nil
 }
 
+// putCommit stores nodes, the last one a step or mark whose chain fields
+// are c, and commits it to thread id as [Engine.commit] does: on a store
+// with [cas.LinkedSwapper] (PostgreSQL) in one atomic step, one round trip
+// and one commit, with entries, the new node's step-cache entry (in the
+// same round trip there). Before the nodes are stored it checks the lease,
+// if any. stored says whether the nodes were stored (a failed commit
+// leaves them, as a put and a failed commit do); a conflict is a
+// *[ConflictError].
+func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *Chain, message string, entries []cas.DerivedEntry) (hs []cas.Hash, stored bool, err error) {
+	from := c.Prev
+	if from.IsZero() {
+		from = c.Start
+	}
+	if l := fenceOf(ctx, id); l != nil {
+		// Under a lease: commit only while it is valid by this process's
+		// clock, and say whose run it was.
+		if err := l.Check(); err != nil {
+			for _, d := range entries {
+				if err := e.repo.PutDerived(ctx, d.Key, d.Data); err != nil {
+					e.log.Debug("step cache: write", "key", d.Key, "err", err)
+				}
+			}
+			hs, perr := e.repo.PutNodes(ctx, nodes)
+			if perr != nil {
+				return nil, false, perr
+			}
+			return hs, true, fmt.Errorf("commit to thread %s: %w", id, err)
+		}
+		message += " (" + l.label() + ")"
+	}
+	hs, err = e.repo.PutNodesMove(ctx, nodes, refName(id), from, message, entries...)
+	var ce *cas.ConflictError
+	switch {
+	case hs == nil:
+		return nil, false, err
+	case errors.As(err, &ce):
+		return hs, true, &ConflictError{Thread: id, Expected: from, Current: ce.Current}
+	case err != nil:
+		return hs, true, fmt.Errorf("commit to thread %s: %w", id, err)
+	}
+	return hs, true, nil
+}
+
 // appendMarkAfter appends a mark to thread id after head; detail is the
 // agent run that asked for it (zero if none), sess that run's session (nil
 // if none).
@@ -277,17 +328,23 @@ func (e *Engine) appendMarkAfter(ctx context.Context, id string, head *Node, kin
 		return 0, err
 	}
 	m := &Mark{Chain: c, Mark: kind, Reason: reason, At: e.nowMs(), Detail: detail}
-	h, err := e.repo.Put(ctx, m.schema(), m.Payload())
-	if err != nil {
+	mn := cas.Node{Type: m.schema(), Payload: m.Payload()}
+	// The mark, its step-cache entry and its commit in one (see
+	// putCommit).
+	var entries []cas.DerivedEntry
+	if h, err := mn.Hash(); err == nil {
+		if he, err := e.entry(ctx, head); err == nil {
+			entries = e.followData(he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
+		}
+	}
+	hs, stored, err := e.putCommit(ctx, id, []cas.Node{mn}, &m.Chain, "mark "+kind, entries)
+	if !stored {
 		return 0, fmt.Errorf("mark %s: %w", kind, err)
 	}
-	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: h, Kind: KindMark, Mark: m}, sess)
-	}
-	if err := e.commit(ctx, id, h, &m.Chain, "mark "+kind); err != nil {
+	if err != nil {
 		return 0, err
 	}
-	return h, nil
+	return hs[0], nil
 }
 
 // headNode reads thread id's head node.
@@ -615,10 +672,23 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := e.Head(ctx, id)
+	// Show reads its refs in one read and what they lead to in a few
+	// batches (on PostgreSQL a round trip each: see prefetchShow), through
+	// a read memo.
+	ctx = cas.WithReadMemo(ctx)
+	refs, err := e.repo.GetRefs(ctx, []string{refName(id), runRef(id), FailurePrefix + id})
 	if err != nil {
 		return nil, err
 	}
+	head, runHash, fh := refs[0], refs[1], refs[2]
+	if head.IsZero() {
+		// No ref: a branch joined into its parent, or a thread that is
+		// not there (Head says which).
+		if head, err = e.Head(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	e.prefetchShow(ctx, id, head, fh)
 	info, err := e.info(ctx, id, head)
 	if err != nil {
 		return nil, err
@@ -630,12 +700,12 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 	if info.Origin, err = e.origin(ctx, id, hn); err != nil {
 		return nil, err
 	}
-	if info.Run, err = e.RunOf(ctx, id); err != nil {
-		return nil, err
+	if !runHash.IsZero() {
+		if info.Run, err = e.ReadRun(ctx, runHash); err != nil {
+			return nil, err
+		}
 	}
-	fh, err := e.refs.Get(ctx, FailurePrefix+id)
-	switch {
-	case err == nil:
+	if !fh.IsZero() {
 		fn, err := e.repo.Get(ctx, fh)
 		if err != nil {
 			return nil, fmt.Errorf("thread %s: last failure: %w", id, err)
@@ -648,12 +718,10 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		// an older build's). A failure whose nodes cannot be read is.
 		if joined, err := e.joinedCall(ctx, info.LastFailure, hn); err == nil && joined {
 			info.LastFailure = nil
-			break
+		} else {
+			info.FailureHash = fh
+			info.FailureSession, _ = e.detailSession(ctx, info.LastFailure.Detail)
 		}
-		info.FailureHash = fh
-		info.FailureSession, _ = e.detailSession(ctx, info.LastFailure.Detail)
-	case !errors.Is(err, cas.ErrNotFound):
-		return nil, err
 	}
 	// The last run: the head's (a step, or a suspension's agent run), else,
 	// under a mark without one (done, killed, resumed), the step before it.
@@ -695,6 +763,59 @@ func (e *Engine) Show(ctx context.Context, id string) (*Info, error) {
 		info.ChildCount, info.Children = page.Total, page.Children
 	}
 	return info, nil
+}
+
+// prefetchShow fetches into ctx's read memo, in two batches of one round
+// trip each on a store with batch reads (PostgreSQL), what [Engine.Show]
+// reads after the refs (the head node, and the failure node fh, came with
+// them): the start node, the details of the head and of the last failure,
+// the mark's previous node, the step cache's entries of the head and its
+// predecessor and the thread's origin entry; then the workflow and the
+// details of a mark's previous step (neither, for a workflow the engine
+// keeps loaded and a head that is no mark: no second batch). A read that
+// fails is left to Show to report; it does nothing on other stores.
+func (e *Engine) prefetchShow(ctx context.Context, id string, head, fh cas.Hash) {
+	if !e.repo.CanPrefetch(ctx) {
+		return
+	}
+	hn, err := e.Node(ctx, head)
+	if err != nil {
+		return
+	}
+	var hs []cas.Hash
+	var keys []string
+	if fh != 0 {
+		if fn, err := e.repo.Get(ctx, fh); err == nil {
+			if f, err := DecodeFailure(fn); err == nil {
+				hs = append(hs, f.Detail)
+			}
+		}
+	}
+	if c := hn.Chain(); c != nil {
+		from := c.Prev
+		if from.IsZero() {
+			from = c.Start
+		}
+		hs = append(hs, c.Start, c.Prev)
+		keys = append(keys, chainKey(head), chainKey(from), cas.RefDerivedKey(refName(id)))
+	}
+	switch {
+	case hn.Step != nil:
+		hs = append(hs, hn.Step.Detail)
+	case hn.Mark != nil:
+		hs = append(hs, hn.Mark.Detail)
+	}
+	e.repo.PrefetchWith(ctx, hs, keys)
+	hs = nil
+	if sn, err := e.Node(ctx, hn.StartHash()); err == nil && sn.Start != nil && e.cachedWorkflow(sn.Start.Workflow) == nil {
+		hs = append(hs, sn.Start.Workflow)
+	}
+	if c := hn.Chain(); c != nil && hn.Mark != nil && !c.Prev.IsZero() {
+		if pn, err := e.Node(ctx, c.Prev); err == nil && pn.Step != nil {
+			hs = append(hs, pn.Step.Detail)
+		}
+	}
+	e.repo.Prefetch(ctx, hs)
 }
 
 // ShowChildren is how many children [Engine.Show] lists, newest first.

@@ -50,20 +50,21 @@ func (e *Engine) newChainFetch(ctx context.Context, n *Node) *chainFetch {
 }
 
 // fetch fetches the chain nodes from depth stop up (those not yet fetched)
-// and what their steps need; extra goes in the first batch, and next, if
-// not nil, is asked before each batch for more hashes to add (the
-// caller's nodes that depend on nodes fetched so far).
-func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, next func() []cas.Hash) {
+// and what their steps need; extra and the step cache's entries at keys
+// go in the first batch, and next, if not nil, is asked before each batch
+// for more hashes to add (the caller's nodes that depend on nodes fetched
+// so far).
+func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, keys []string, next func() []cas.Hash) {
 	if !f.on {
-		if len(extra) > 0 {
-			f.e.repo.Prefetch(ctx, extra)
+		if len(extra) > 0 || len(keys) > 0 {
+			f.e.repo.PrefetchWith(ctx, extra, keys)
 		}
 		return
 	}
 	stop = max(stop, 1)
 	for {
-		batch := extra
-		extra = nil
+		batch, batchKeys := extra, keys
+		extra, keys = nil, nil
 		want := map[cas.Hash]int{}
 		var hs []cas.Hash
 		add := func(h cas.Hash, d int) {
@@ -98,10 +99,10 @@ func (f *chainFetch) fetch(ctx context.Context, stop int, extra []cas.Hash, next
 		for _, s := range f.raws {
 			batch = append(batch, s.Detail, s.Output)
 		}
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(batchKeys) == 0 {
 			return
 		}
-		f.e.repo.Prefetch(ctx, batch)
+		f.e.repo.PrefetchWith(ctx, batch, batchKeys)
 		for _, h := range hs {
 			k, err := f.e.node(ctx, h, false)
 			if err != nil || k.Chain() == nil || k.Depth() != want[h] || f.known[k.Depth()] != nil {

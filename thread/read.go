@@ -106,7 +106,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 	if from != nil && from.Kind != KindStart {
 		fetch = e.newChainFetch(ctx, from)
 		fetchedTo = from.Depth() - window + 1
-		fetch.fetch(ctx, fetchedTo, nil, nil)
+		fetch.fetch(ctx, fetchedTo, nil, nil, nil)
 	}
 	for n := from; n != nil; {
 		s, err := e.renderEntry(ctx, id, hn.Hash, n, get)
@@ -138,7 +138,7 @@ func (e *Engine) ReadChain(ctx context.Context, id string, head cas.Hash, opts R
 		if fetch != nil && n.Depth()-1 < fetchedTo {
 			window *= 2
 			fetchedTo -= window
-			fetch.fetch(ctx, fetchedTo, nil, nil)
+			fetch.fetch(ctx, fetchedTo, nil, nil, nil)
 		}
 		if n, err = e.readNode(ctx, next, r); err != nil {
 			return nil, err
@@ -331,6 +331,9 @@ func (e *Engine) renderJoin(ctx context.Context, id string, n *Node, get func(ca
 
 // workflowName reads a workflow node's name; the hash if it cannot.
 func (e *Engine) workflowName(ctx context.Context, h cas.Hash) string {
+	if lw := e.cachedWorkflow(h); lw != nil {
+		return lw.wf.Name
+	}
 	n, err := e.repo.Get(ctx, h)
 	if err != nil {
 		return h.String()

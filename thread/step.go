@@ -127,7 +127,9 @@ type StepResult struct {
 // Timings break a step's time down: Context (reading the head, the chain
 // back to the last step, the workflow, routing, the thread so far, the
 // prompt), Agent (the agent's runs), Extract (reading its output), Store
-// (putting the step's nodes, one flush point) and Commit (moving the head).
+// (deriving the new step's step-cache entry) and Commit (putting the step's
+// nodes, one flush point, with the entry, and moving the head: one atomic
+// step, and one round trip, on PostgreSQL).
 type Timings struct {
 	Context, Agent, Extract, Store, Commit time.Duration
 }
@@ -162,17 +164,14 @@ type loadedWorkflow struct {
 const maxCachedWorkflows = 64
 
 func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow, error) {
-	e.wfMu.Lock()
-	lw, ok := e.workflows[h]
-	e.wfMu.Unlock()
-	if ok && e.cacheSize > 0 {
+	if lw := e.cachedWorkflow(h); lw != nil {
 		return lw, nil
 	}
 	st, err := e.reg.LoadStored(ctx, h)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: %w", h, err)
 	}
-	lw = &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}
+	lw := &loadedWorkflow{hash: h, wf: st.Workflow, schemas: st.Schemas}
 	if e.cacheSize > 0 {
 		e.wfMu.Lock()
 		if e.workflows == nil || len(e.workflows) >= maxCachedWorkflows {
@@ -182,6 +181,17 @@ func (e *Engine) loadWorkflow(ctx context.Context, h cas.Hash) (*loadedWorkflow,
 		e.wfMu.Unlock()
 	}
 	return lw, nil
+}
+
+// cachedWorkflow returns the workflow at h if the engine keeps it loaded,
+// else nil.
+func (e *Engine) cachedWorkflow(h cas.Hash) *loadedWorkflow {
+	if e.cacheSize <= 0 {
+		return nil
+	}
+	e.wfMu.Lock()
+	defer e.wfMu.Unlock()
+	return e.workflows[h]
 }
 
 // position is what the step loop needs to know about where a thread is.
@@ -482,7 +492,8 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 	// raw outputs with the role schemas.
 	if e.repo.CanPrefetch(ctx) {
 		// more gives, batch after batch: nothing (the start is in the
-		// first), the workflow, its role schemas, then nothing.
+		// first), the workflow, its role schemas, then nothing; nothing
+		// at all for a workflow the engine keeps loaded.
 		var calls int
 		var wfDone, schemasDone bool
 		more := func() []cas.Hash {
@@ -490,7 +501,7 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 				return nil
 			}
 			sn, err := e.Node(ctx, head.StartHash())
-			if err != nil || sn.Start == nil || schemasDone {
+			if err != nil || sn.Start == nil || schemasDone || e.cachedWorkflow(sn.Start.Workflow) != nil {
 				return nil
 			}
 			if !wfDone {
@@ -507,7 +518,17 @@ func (e *Engine) Step(ctx context.Context, id string, opts *RunOptions) (*StepRe
 			e.repo.Prefetch(ctx, more())
 			e.repo.Prefetch(ctx, more())
 		} else {
-			e.newChainFetch(ctx, head).fetch(ctx, head.Depth()-stepWindow+1, []cas.Hash{head.StartHash()}, more)
+			// The step cache's entries of the head and its predecessor
+			// (the counts the synth and replay agents and the step limit
+			// read, and the new step's entry derives from) come in the
+			// first batch.
+			c := head.Chain()
+			from := c.Prev
+			if from.IsZero() {
+				from = c.Start
+			}
+			keys := []string{chainKey(head.Hash), chainKey(from)}
+			e.newChainFetch(ctx, head).fetch(ctx, head.Depth()-stepWindow+1, []cas.Hash{head.StartHash()}, keys, more)
 		}
 	}
 	pos, err := e.locate(ctx, head)
@@ -751,22 +772,27 @@ func (e *Engine) runRole(ctx context.Context, id string, head *Node, pos *positi
 	}
 	step := &Step{Chain: c, Role: d.Role, Output: outHash, Detail: detHash, Agent: ag.Name(),
 		StartedAt: started.UnixMilli(), CompletedAt: completed.UnixMilli()}
-	nodes = append(nodes, outNode, detNode, cas.Node{Type: cas.StepSchema, Payload: step.Payload()})
+	stepNode := cas.Node{Type: cas.StepSchema, Payload: step.Payload()}
+	nodes = append(nodes, outNode, detNode, stepNode)
+	// The nodes, the new step's cache entry and its commit in one (see
+	// putCommit): the step node is committed without reading it back.
 	t0 := time.Now()
-	hs, err := e.repo.PutNodes(ctx, nodes)
-	if err != nil {
-		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
+	var entries []cas.DerivedEntry
+	if sh, err := stepNode.Hash(); err == nil {
+		if he, err := e.entry(ctx, head); err == nil {
+			entries = e.followData(he, &Node{Hash: sh, Kind: KindStep, Step: step}, det.Session)
+		}
 	}
 	tm.Store = time.Since(t0)
-	stepHash := hs[len(hs)-1]
-	if he, err := e.entry(ctx, head); err == nil {
-		e.followEntry(ctx, he, &Node{Hash: stepHash, Kind: KindStep, Step: step}, det.Session)
-	}
 	t0 = time.Now()
-	// The step node was just put: commit it without reading it back.
-	if err := e.commit(ctx, id, stepHash, &step.Chain, "step "+d.Role); err != nil {
+	hs, stored, err := e.putCommit(ctx, id, nodes, &step.Chain, "step "+d.Role, entries)
+	if !stored {
+		return nil, fmt.Errorf("thread %s: store step %s: %w", id, d.Role, err)
+	}
+	if err != nil {
 		return nil, err
 	}
+	stepHash := hs[len(hs)-1]
 	tm.Commit = time.Since(t0)
 	e.log.Debug("step timings", "thread", id, "role", d.Role, "context", tm.Context, "agent", tm.Agent,
 		"extract", tm.Extract, "store", tm.Store, "commit", tm.Commit)

@@ -240,7 +240,7 @@ func (a *chainEntry) equal(b *chainEntry) bool {
 // loadEntry reads the stored entry of node h at depth; nil if it is
 // missing, unreadable, or not an entry of h at that depth.
 func (e *Engine) loadEntry(ctx context.Context, h cas.Hash, depth int) *chainEntry {
-	data, ok, err := e.repo.Derived().GetDerived(ctx, chainKey(h))
+	data, ok, err := e.repo.GetDerived(ctx, chainKey(h))
 	if err != nil {
 		e.log.Debug("step cache: read", "node", h, "err", err)
 		return nil
@@ -258,7 +258,7 @@ func (e *Engine) loadEntry(ctx context.Context, h cas.Hash, depth int) *chainEnt
 func (e *Engine) storeEntry(ctx context.Context, ce *chainEntry) {
 	data, err := json.Marshal(ce)
 	if err == nil {
-		err = e.repo.Derived().PutDerived(ctx, chainKey(ce.Node), data)
+		err = e.repo.PutDerived(ctx, chainKey(ce.Node), data)
 	}
 	if err != nil {
 		e.log.Debug("step cache: write", "node", ce.Node, "err", err)
@@ -398,13 +398,29 @@ func (e *Engine) memo(ce *chainEntry) {
 // whose entry is he (nil: none known, nothing stored); sess is the session
 // its run reported (nil: none, or no run).
 func (e *Engine) followEntry(ctx context.Context, he *chainEntry, next *Node, sess *Session) {
-	if he != nil {
-		l := linkOf(next)
-		l.session, l.known = sess, true
-		ne := derive(he, l)
-		e.storeEntry(ctx, ne)
-		e.memo(ne)
+	for _, d := range e.followData(he, next, sess) {
+		if err := e.repo.PutDerived(ctx, d.Key, d.Data); err != nil {
+			e.log.Debug("step cache: write", "node", next.Hash, "err", err)
+		}
 	}
+}
+
+// followData is [Engine.followEntry] that returns the entry to store with
+// the node (none if he is nil) instead of storing it.
+func (e *Engine) followData(he *chainEntry, next *Node, sess *Session) []cas.DerivedEntry {
+	if he == nil {
+		return nil
+	}
+	l := linkOf(next)
+	l.session, l.known = sess, true
+	ne := derive(he, l)
+	e.memo(ne)
+	data, err := json.Marshal(ne)
+	if err != nil {
+		e.log.Debug("step cache: encode", "node", ne.Node, "err", err)
+		return nil
+	}
+	return []cas.DerivedEntry{{Key: chainKey(ne.Node), Data: data}}
 }
 
 // originEntry is a "ref/threads/<id>" entry.
@@ -434,7 +450,7 @@ func originFromEntry(le cas.LogEntry) Origin {
 // at head (the start is checked in no read; a fork point through the skip
 // pointers: O(log distance) reads within 2^11 steps of head).
 func (e *Engine) cachedOrigin(ctx context.Context, id string, head *Node) (Origin, bool) {
-	data, ok, err := e.repo.Derived().GetDerived(ctx, cas.RefDerivedKey(refName(id)))
+	data, ok, err := e.repo.GetDerived(ctx, cas.RefDerivedKey(refName(id)))
 	if err != nil || !ok {
 		return Origin{}, false
 	}
@@ -470,7 +486,7 @@ func (e *Engine) storeOrigin(ctx context.Context, id string, o Origin) {
 	body, err := json.Marshal(originEntry{V: 1, Ref: refName(id), Node: o.Node, Depth: o.Depth, Forked: o.Forked, ForkThread: o.ForkThread})
 	if err == nil {
 		data := append([]byte(checksum(body)+"\n"), body...)
-		err = e.repo.Derived().PutDerived(ctx, cas.RefDerivedKey(refName(id)), data)
+		err = e.repo.PutDerived(ctx, cas.RefDerivedKey(refName(id)), data)
 	}
 	if err != nil {
 		e.log.Debug("step cache: write origin", "thread", id, "err", err)

@@ -99,6 +99,46 @@ func RunDerived(t *testing.T, newCache func(t *testing.T) cas.Derived) {
 			t.Fatalf("a listing stopped after one key went on (%d keys)", n)
 		}
 	})
+	t.Run("Batch", func(t *testing.T) {
+		// GetDerivedBatch gives what GetDerived gives for each key, in
+		// order: duplicates, missing keys and empty entries included; with
+		// the cache's fast path ([cas.DerivedBatchGetter]) if it has one,
+		// and through the fallback of one read each.
+		ctx := t.Context()
+		d := newCache(t)
+		for k, v := range map[string]string{"chain/a": "A", "chain/b": "", "ref/threads/X": "x\ny"} {
+			if err := d.PutDerived(ctx, k, []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys := []string{"chain/b", "chain/missing", "ref/threads/X", "chain/a", "chain/b"}
+		want := []string{"", "", "x\ny", "A", ""}
+		wantOK := []bool{true, false, true, true, true}
+		_, isBatch := d.(cas.DerivedBatchGetter)
+		for _, via := range []struct {
+			name string
+			d    cas.Derived
+		}{{"store", d}, {"fallback", struct{ cas.Derived }{d}}} {
+			data, ok, err := cas.GetDerivedBatch(ctx, via.d, keys)
+			if err != nil {
+				t.Fatalf("%s: GetDerivedBatch: %v", via.name, err)
+			}
+			if len(data) != len(keys) || len(ok) != len(keys) {
+				t.Fatalf("%s: GetDerivedBatch gave %d entries and %d flags for %d keys", via.name, len(data), len(ok), len(keys))
+			}
+			for i, k := range keys {
+				if ok[i] != wantOK[i] || string(data[i]) != want[i] || (ok[i] && data[i] == nil) {
+					t.Errorf("%s (fast path %v): entry %d (%s) = %q, %v; want %q, %v", via.name, isBatch, i, k, data[i], ok[i], want[i], wantOK[i])
+				}
+			}
+			if data, ok, err := cas.GetDerivedBatch(ctx, via.d, nil); err != nil || len(data) != 0 || len(ok) != 0 {
+				t.Errorf("%s: GetDerivedBatch of no keys = %d, %d, %v; want nothing", via.name, len(data), len(ok), err)
+			}
+		}
+		if _, _, err := cas.GetDerivedBatch(ctx, d, []string{"chain/a", "Bad key"}); !errors.Is(err, cas.ErrInvalid) {
+			t.Errorf("GetDerivedBatch with a bad key = %v, want ErrInvalid", err)
+		}
+	})
 	t.Run("BadKeys", func(t *testing.T) {
 		ctx := t.Context()
 		d := newCache(t)

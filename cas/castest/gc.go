@@ -29,6 +29,8 @@ var gcTests = []struct {
 	{"DirectWriterLinksBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-link", 2) }},
 	{"DirectRefMovesBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-move", 1) }},
 	{"DirectRefMovesBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-move", 2) }},
+	{"DirectPutMoveBeforeBatch1", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-put-move", 1) }},
+	{"DirectPutMoveBeforeBatch2", func(t *testing.T, g *gcEnv) { g.writerBeforeBatch(t, "direct-put-move", 2) }},
 	{"GetFailsOnceWhileOrdering", testGCGetFailsWhileOrdering},
 	{"CorruptCandidateGoesFirst", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, false) }},
 	{"CorruptCandidateRefreshed", func(t *testing.T, g *gcEnv) { g.corruptCandidate(t, true) }},
@@ -46,9 +48,10 @@ var gcTests = []struct {
 // succeed and keep n and g; before batch 2 it must fail with an error
 // wrapping [cas.ErrNotFound], changing nothing. The same runs with a
 // writer on a repo over the backend itself, so it takes the backend's fast
-// paths ([cas.LinkedPutter], [cas.TouchingSwapper]): a put linking [g, n],
-// and a move of an existing ref onto n (which, failing, leaves the ref
-// where it was). Another test fails one Get
+// paths ([cas.LinkedPutter], [cas.TouchingSwapper], [cas.LinkedSwapper]):
+// a put linking [g, n], a move of an existing ref onto n, and a put of a
+// node linking [g, n] with a move of an existing ref onto it in one
+// ([cas.Repo.PutNodesMove]); a failing move leaves the ref where it was. Another test fails one Get
 // of n while GC orders its candidates: GC must stop having deleted
 // nothing, and the next GC collect both. On a store that implements
 // [Corrupter], n is damaged: GC must delete it before g (its edges are
@@ -226,6 +229,14 @@ func (g *gcEnv) writerBeforeBatch(t *testing.T, action string, batch int) {
 		case "direct-move":
 			ref = "castest/moving"
 			writeErr = g.direct.Refs().CompareAndSwap(ctx, ref, g.m, g.n, "move onto n")
+		case "direct-put-move":
+			ref = "castest/moving"
+			var hs []cas.Hash
+			hs, writeErr = g.direct.PutNodesMove(ctx, []cas.Node{{Type: g.link, Payload: map[string]any{"name": "put-move", "links": []any{g.g.String(), g.n.String()}}}},
+				ref, g.m, "put and move onto it")
+			if len(hs) == 1 {
+				made = hs[0]
+			}
 		case "fork":
 			ref = "castest/fork"
 			if made, writeErr = g.putErr(ctx, "fork", g.n); writeErr == nil {
@@ -268,7 +279,7 @@ func (g *gcEnv) writerBeforeBatch(t *testing.T, action string, batch int) {
 		if g.has(t, g.n) {
 			t.Error("n survived although nothing referred to it before its batch")
 		}
-		if action == "direct-move" {
+		if action == "direct-move" || action == "direct-put-move" {
 			if h, err := g.repo.Refs().Get(ctx, ref); err != nil || h != g.m {
 				t.Errorf("the writer's ref %s = %v, %v after a failed move; want %s, unchanged", ref, h, err, g.m)
 			}
@@ -277,7 +288,7 @@ func (g *gcEnv) writerBeforeBatch(t *testing.T, action string, batch int) {
 				t.Errorf("the writer's ref %s = %v, %v after a failed write; want ErrNotFound", ref, h, err)
 			}
 		}
-		if (action == "link" || action == "direct-link") && !g.has(t, g.g) {
+		if (action == "link" || action == "direct-link" || action == "direct-put-move") && !g.has(t, g.g) {
 			// The writer touched g (its first link) before finding n gone:
 			// g was refreshed, so its delete is refused.
 			t.Error("g deleted although the writer touched it before its batch")

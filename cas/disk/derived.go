@@ -19,7 +19,10 @@ import (
 	"github.com/uncaged/uwf/internal/atomicfile"
 )
 
-var _ cas.Derived = (*Store)(nil)
+var (
+	_ cas.Derived            = (*Store)(nil)
+	_ cas.DerivedBatchGetter = (*Store)(nil)
+)
 
 // derivedPath returns the file of a [cas.Derived] key:
 // cache/<XY>/<rest>, the hex SHA-256 of the key split after two digits, so
@@ -127,6 +130,25 @@ func (s *Store) GetDerived(ctx context.Context, key string) ([]byte, bool, error
 		return nil, false, nil
 	}
 	return v, true, nil
+}
+
+// GetDerivedBatch returns the [cas.Derived] entries at keys, a file each,
+// as [cas.DerivedBatchGetter] specifies (a read is a system call here: no
+// round trip to save, only the contract to keep).
+func (s *Store) GetDerivedBatch(ctx context.Context, keys []string) ([][]byte, []bool, error) {
+	for _, k := range keys {
+		if err := cas.ValidateDerivedKey(k); err != nil {
+			return nil, nil, err
+		}
+	}
+	data, ok := make([][]byte, len(keys)), make([]bool, len(keys))
+	for i, k := range keys {
+		var err error
+		if data[i], ok[i], err = s.GetDerived(ctx, k); err != nil {
+			return nil, nil, err
+		}
+	}
+	return data, ok, nil
 }
 
 // PutDerived sets the [cas.Derived] entry at key: in its node's attribute

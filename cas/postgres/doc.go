@@ -85,7 +85,9 @@
 // [Store.PutLinked] and [Refs.SwapTouching], the fast paths [cas.Repo]
 // takes for a node put and a ref move, are each one pipelined batch: one
 // round trip and one commit, under the store-wide lock taken shared at
-// transaction level. Concurrent commits share WAL flushes, so many
+// transaction level. A thread step's nodes and its ref move
+// ([Refs.PutLinkedSwap], for [cas.Repo.PutNodesMove]) are one such batch
+// together: one commit, so one WAL flush to wait for, a step. Concurrent commits share WAL flushes, so many
 // workers stepping at once cost far fewer flushes than steps. An age
 // refreshed within the last second is not written again while no GC holds
 // the GC lock: rows many steps name would otherwise queue every step

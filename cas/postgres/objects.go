@@ -73,18 +73,7 @@ func (s *Store) GetBatch(ctx context.Context, hs []cas.Hash) (data [][]byte, err
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("get %d objects: %w", len(hs), ctxErr(ctx, err))
 	}
-	data, errs = make([][]byte, len(hs)), make([]error, len(hs))
-	for i, h := range hs {
-		d, ok := got[h]
-		switch {
-		case !ok:
-			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrNotFound}
-		case s.sum(d) != h:
-			errs[i] = &cas.ObjectError{Op: "get", Hash: h, Err: cas.ErrCorrupt}
-		default:
-			data[i] = d
-		}
-	}
+	data, errs = s.batchResult(hs, got)
 	return data, errs, nil
 }
 

@@ -42,6 +42,8 @@ type queries struct {
 	moveIfPresent, deleteIfOlderMany         string
 	getMany                                  string
 	hasMany                                  string
+	readBatch, getRefNodes, moveLinked       string
+	putDerivedMany                           string
 }
 
 func newQueries(schema string) queries {
@@ -51,6 +53,10 @@ func newQueries(schema string) queries {
 	w := func(from string) string { return watchStep(schema, from) }
 	q.get = q.expand(`SELECT data FROM {{S}}.objects WHERE hash = $1`)
 	q.getMany = q.expand(`SELECT hash, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
+	q.readBatch = q.expand(`SELECT hash, NULL::text, data FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])
+		UNION ALL SELECT NULL::bigint, key, data FROM {{S}}.derived WHERE key = ANY ($2::text[])`)
+	q.getRefNodes = q.expand(`SELECT r.name, r.hash, o.data FROM {{S}}.refs r
+		LEFT JOIN {{S}}.objects o ON o.hash = r.hash WHERE r.name = ANY ($1::text[])`)
 	q.has = q.expand(`SELECT EXISTS (SELECT 1 FROM {{S}}.objects WHERE hash = $1)`)
 	q.hasMany = q.expand(`SELECT hash FROM {{S}}.objects WHERE hash = ANY ($1::bigint[])`)
 	q.touch = q.expand(`UPDATE {{S}}.objects SET time = greatest(time, clock_timestamp()) WHERE hash = $1`)
@@ -136,6 +142,11 @@ func newQueries(schema string) queries {
 		panic("postgres: the move statement lost its compare-and-swap condition " + moveAnchor)
 	}
 	q.moveIfPresent = q.expand(q.moveIfPresent)
+	// The move of a step whose objects the same transaction stored
+	// (PutLinkedSwap): the move, only if they and their edges are there.
+	q.moveLinked = q.expand(strings.Replace(q.move, moveAnchor, moveAnchor+moveLinkedGuard, 1))
+	q.putDerivedMany = q.expand(`INSERT INTO {{S}}.derived (key, data)
+		SELECT * FROM unnest($1::text[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET data = EXCLUDED.data`)
 	q.del = q.expand(`WITH d AS (
 			DELETE FROM {{S}}.refs WHERE name = $1::text AND hash = $2::bigint RETURNING name
 		), ` + w("d") + `

@@ -30,6 +30,7 @@ type Store struct {
 	dir     string
 	objDir  string // <dir>/objects
 	tmpDir  string // <dir>/tmp
+	newDir  string // <dir>/tmp/new, where batches make unnamed files
 	durable bool
 	now     func() time.Time
 	log     *slog.Logger
@@ -76,6 +77,7 @@ const (
 	formatFile = "FORMAT"
 	objectsDir = "objects"
 	tmpDirName = "tmp"
+	newDirName = "new" // in tmp/: see Store.makeNewDir
 	refsDir    = "refs"
 	logsDir    = "logs"
 	locksDir   = "locks"
@@ -182,6 +184,7 @@ func newStore(dir string, o Options) *Store {
 		dir:     dir,
 		objDir:  filepath.Join(dir, objectsDir),
 		tmpDir:  filepath.Join(dir, tmpDirName),
+		newDir:  filepath.Join(dir, tmpDirName, newDirName),
 		durable: o.Durability == DurabilityStrict,
 		now:     o.Now,
 		log:     o.Logger.With("component", "disk", "store", dir),

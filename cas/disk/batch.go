@@ -204,42 +204,26 @@ func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed boo
 	return nil
 }
 
-// writeUnnamed writes an unnamed file holding data in tmp/new/, making
-// the folder if it is missing.
+// writeUnnamed writes an unnamed file holding data in the folder of tmp/
+// that costs least to create files in (newdir.go), timing the creation.
 func (s *Store) writeUnnamed(data []byte, now time.Time) (atomicfile.File, error) {
-	f, err := atomicfile.WriteUnnamed(s.fs, s.newDir, data, now)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := s.makeNewDir(); err != nil {
+	for range 8 {
+		d, err := s.newDirs.pick()
+		if err != nil {
 			return nil, err
 		}
-		f, err = atomicfile.WriteUnnamed(s.fs, s.newDir, data, now)
+		start := time.Now()
+		f, err := atomicfile.WriteUnnamed(s.fs, d.path, data, now)
+		if errors.Is(err, fs.ErrNotExist) {
+			s.newDirs.gone(d) // removed meanwhile: make another
+			continue
+		}
+		if err == nil {
+			s.newDirs.done(d, time.Since(start))
+		}
+		return f, err
 	}
-	return f, err
-}
-
-// makeNewDir makes tmp/new/, the folder batches make their unnamed files
-// in, after marking tmp/ as the top of a hierarchy (ext4's FS_TOPDIR_FL,
-// chattr +T). An unnamed file's inode is allocated in its folder's block
-// group, and on an ext4 without a journal (this project's benchmark VM)
-// every allocation first checks each inode of that group freed in the
-// last 60 to 360 s: next to the store, where other programs create and
-// delete files all day, that check cost most of a batch and swung with
-// their load (bench/README.md, section K). Marked so, ext4 places tmp/new/
-// in a lightly used block group, away from that churn. The flag is only a
-// hint: where it cannot be set (another filesystem, another system),
-// tmp/new/ is an ordinary folder. Nothing on disk that a reader sees
-// differs, and tmp/new/ never holds a named file.
-func (s *Store) makeNewDir() error {
-	if err := atomicfile.MkdirAll(s.fs, s.tmpDir, false); err != nil {
-		return err
-	}
-	if err := atomicfile.SpreadSubdirs(s.tmpDir); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		s.log.Debug("tmp/ not marked to spread its folders", "err", err)
-	}
-	if err := s.fs.Mkdir(s.newDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return nil
+	return nil, fmt.Errorf("the folders for new files in %s keep disappearing", s.tmpDir)
 }
 
 // publishItem publishes the item's durable new file holding data at its

@@ -144,9 +144,9 @@ func logFile(s *disk.Store, name string) string {
 	return filepath.Join(s.Dir(), "logs", filepath.FromSlash(strings.ToLower(name))+disk.LogSuffix)
 }
 
-// tempFiles lists what the store's tmp folder holds, but for the folder
-// tmp/new (where batches make their unnamed files), whose entries it lists
-// instead, as "new/<name>".
+// tempFiles lists what the store's tmp folder holds, but for the folders
+// tmp/new-* (where batches make their unnamed files), whose entries it
+// lists instead, as "new-*/<name>".
 func tempFiles(t *testing.T, s *disk.Store) []string {
 	t.Helper()
 	tmp := filepath.Join(s.Dir(), "tmp")
@@ -156,16 +156,16 @@ func tempFiles(t *testing.T, s *disk.Store) []string {
 	}
 	var names []string
 	for _, e := range es {
-		if e.Name() != "new" || !e.IsDir() {
+		if !strings.HasPrefix(e.Name(), "new-") || !e.IsDir() {
 			names = append(names, e.Name())
 			continue
 		}
-		sub, err := os.ReadDir(filepath.Join(tmp, "new"))
+		sub, err := os.ReadDir(filepath.Join(tmp, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range sub {
-			names = append(names, "new/"+f.Name())
+			names = append(names, e.Name()+"/"+f.Name())
 		}
 	}
 	return names

@@ -30,7 +30,6 @@ type Store struct {
 	dir     string
 	objDir  string // <dir>/objects
 	tmpDir  string // <dir>/tmp
-	newDir  string // <dir>/tmp/new, where batches make unnamed files
 	durable bool
 	now     func() time.Time
 	log     *slog.Logger
@@ -45,6 +44,11 @@ type Store struct {
 	// (O_TMPFILE, or linking them): batches then write named temporary
 	// files in tmp/.
 	noUnnamed atomic.Bool
+
+	// newDirs chooses the folder of tmp/ for each unnamed file
+	// (newdir.go); spread says tmp/ was marked to spread its folders.
+	newDirs newDirs
+	spread  atomic.Bool
 
 	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
@@ -77,7 +81,6 @@ const (
 	formatFile = "FORMAT"
 	objectsDir = "objects"
 	tmpDirName = "tmp"
-	newDirName = "new" // in tmp/: see Store.makeNewDir
 	refsDir    = "refs"
 	logsDir    = "logs"
 	locksDir   = "locks"
@@ -184,7 +187,6 @@ func newStore(dir string, o Options) *Store {
 		dir:     dir,
 		objDir:  filepath.Join(dir, objectsDir),
 		tmpDir:  filepath.Join(dir, tmpDirName),
-		newDir:  filepath.Join(dir, tmpDirName, newDirName),
 		durable: o.Durability == DurabilityStrict,
 		now:     o.Now,
 		log:     o.Logger.With("component", "disk", "store", dir),
@@ -193,6 +195,8 @@ func newStore(dir string, o Options) *Store {
 		opts:    o,
 	}
 	s.refs = newRefs(s)
+	s.newDirs.make = s.makeNewDir
+	s.newDirs.remove = s.removeNewDir
 	return s
 }
 
@@ -250,6 +254,15 @@ func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, 
 			continue
 		}
 		if fi.IsDir() {
+			// A folder of unnamed files (newdir.go) left by a writer
+			// that crashed, or that has not made a file for an hour (it
+			// makes another). It holds no entry, so it is not counted.
+			if remove && isNewDir(e.Name()) && changeTime(fi).Before(limit) {
+				p := filepath.Join(s.tmpDir, e.Name())
+				if err := s.fs.Remove(p); err == nil {
+					s.log.Debug("removed stale folder of unnamed files", "path", p)
+				}
+			}
 			continue
 		}
 		total++
@@ -285,6 +298,7 @@ func (s *Store) Refs() *Refs { return s.refs }
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.watch.Broadcast() // its watches end
+	s.newDirs.close()   // its folders of unnamed files, empty
 	return nil
 }
 

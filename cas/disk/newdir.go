@@ -3,6 +3,7 @@ package disk
 import (
 	"errors"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -39,14 +40,18 @@ const (
 	newDirsKept = 2
 	// newDirWarm is how many creations a folder gets before its cost is
 	// compared.
-	newDirWarm = 8
+	newDirWarm = 16
 	// newDirExplore: every newDirExplore-th creation goes to the folder not
 	// in favour, so that its cost stays known.
 	newDirExplore = 16
 	// newDirReview: every newDirReview creations, a folder that costs more
-	// than newDirWorse times the other is replaced by a fresh one.
-	newDirReview = 256
-	newDirWorse  = 1.5
+	// than newDirWorse times the other is replaced by a fresh one. A fresh
+	// folder costs more for its first few dozen files (its group's bitmaps
+	// are read, its first inode-table blocks set up), so the bar is high
+	// and reviews rare: making one (ext4 looks over every group to place
+	// it) and warming it up costs a few milliseconds.
+	newDirReview = 1024
+	newDirWorse  = 2.0
 )
 
 // newDir is one folder of unnamed files and what creating a file there
@@ -69,6 +74,7 @@ type newDirs struct {
 	// one (errors ignored: a folder left over is removed as stale later).
 	make   func() (string, error)
 	remove func(path string)
+	log    *slog.Logger
 }
 
 // pick returns the folder for the next unnamed file, making folders as
@@ -140,6 +146,8 @@ func (c *newDirs) review() {
 	if c.dirs[worst].cost <= newDirWorse*c.dirs[best].cost {
 		return
 	}
+	c.log.Debug("replacing a folder of unnamed files", "path", c.dirs[worst].path,
+		"cost", time.Duration(c.dirs[worst].cost), "other", time.Duration(c.dirs[best].cost), "files", c.dirs[worst].n)
 	c.remove(c.dirs[worst].path)
 	c.dirs = append(c.dirs[:worst], c.dirs[worst+1:]...)
 }

@@ -197,6 +197,7 @@ func newStore(dir string, o Options) *Store {
 	s.refs = newRefs(s)
 	s.newDirs.make = s.makeNewDir
 	s.newDirs.remove = s.removeNewDir
+	s.newDirs.log = s.log
 	return s
 }
 

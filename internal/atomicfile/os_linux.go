@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,7 @@ const fsTopdirFL = 0x00020000
 func SpreadSubdirs(dir string) error {
 	fd, err := open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
 	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)

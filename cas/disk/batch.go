@@ -40,17 +40,18 @@ const maxUnnamedOpen = 256
 // are a collision).
 //
 // Where the system has them (Linux's O_TMPFILE), the new files are unnamed
-// files made in tmp/, published into their shard with linkat(2), which never
-// overwrites: one folder entry per object, none in tmp/, and nothing left
-// behind by a crash. They are made in tmp/ rather than in the shard so that
-// ext4 allocates their inodes near tmp/'s, as it did for named temporary
-// files: the shard folders spread over several block groups, and on a
-// journal-less ext4 each inode allocation pays for every inode of its group
-// freed in the last minute, which made a batch slower and less steady, and
-// reading it back slower (bench/README.md, section K). Elsewhere (and in pool mode) they are named temporary
-// files in tmp/, published with a no-clobber rename. With
-// [DurabilityNone] nothing waits between writing a file and publishing it,
-// so each is published as soon as it is written.
+// files, published into their shard with linkat(2), which never
+// overwrites: one folder entry per object, and nothing left behind by a
+// crash. They are made in folders tmp/new-* that the Store chooses by the
+// cost of creating a file there (newdir.go), not in the shards: the shard
+// folders spread over several block groups, and on a journal-less ext4
+// each inode allocation pays for every inode of its group freed in the
+// last minutes, which made a batch slower and less steady, and reading it
+// back slower (bench/README.md, section K). Elsewhere (and in pool mode)
+// they are named temporary files in tmp/, published with a no-clobber
+// rename. With [DurabilityNone] nothing waits between writing a file and
+// publishing it, so each is published, in input order, as soon as it is
+// written, and several goroutines write them ([Store.writePublish]).
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (it *batchItem) discard(fsys atomicfile.FS) {
 }
 
 // writeItem writes the item's new file holding data with modification time
-// now, not synced: an unnamed file in tmp/ if unnamed is set and the
+// now, not synced: an unnamed file in a folder tmp/new-* if unnamed is set and the
 // filesystem has them, else a temporary file in tmp/.
 func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed bool) error {
 	if unnamed && !it.heal && !s.noUnnamed.Load() {
@@ -339,7 +340,10 @@ func (s *Store) publishTemp(h cas.Hash, path string, data []byte, now time.Time,
 // of a 20,000-object `uwf cas put --batch` on 2 loaded cores were in
 // rwsem_spin_on_owner, when every file was created in tmp/) and hand
 // goroutines between threads, which a loaded machine makes slow. So they
-// are written one after the other, on the calling goroutine.
+// are written one after the other, on the calling goroutine (most of a
+// large strict batch is named files in tmp/; a batch without flushes,
+// all unnamed files, which take no folder lock, is written by several:
+// see writePublish).
 func (s *Store) writeItems(ctx context.Context, todo []batchItem, data [][]byte, now time.Time) error {
 	if s.opts.batchSync == batchSyncPool {
 		return forEach(len(todo), func(k int) error {

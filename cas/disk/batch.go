@@ -2,6 +2,7 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -483,7 +484,7 @@ func (s *Store) writers(n int) int {
 	if s.durable || !s.unnamed() {
 		return 1
 	}
-	return min(runtime.GOMAXPROCS(0), maxWriters, (n+writeRun-1)/writeRun)
+	return min(cmp.Or(s.opts.writers, maxWriters), runtime.GOMAXPROCS(0), (n+writeRun-1)/writeRun)
 }
 
 // checkWrite writes the item's new file (see writeItem), after checking

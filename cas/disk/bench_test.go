@@ -264,3 +264,44 @@ func BenchmarkBatchVsSingle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutBatchWriters stores batches of 1,000 distinct 1 KiB objects
+// with DurabilityNone (what `uwf --durability none cas put --batch` does
+// per chunk), written by one goroutine and by the default number (up to 4,
+// no more than GOMAXPROCS), alternating in one loop so both see the same
+// load; it reports each one's time per object and writers-1 / default.
+func BenchmarkPutBatchWriters(b *testing.B) {
+	const n = 1000
+	stores := make([]*disk.Store, 2)
+	for k, w := range []int{1, 0} {
+		opts := &disk.Options{Durability: disk.DurabilityNone}
+		disk.SetBatchWriters(opts, w)
+		s, err := disk.Create(filepath.Join(b.TempDir(), "store"), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stores[k] = s
+	}
+	ctx := b.Context()
+	var took [2]time.Duration
+	next := 0
+	for b.Loop() {
+		for j := range 2 {
+			k := (j + next) % 2 // which goes first alternates
+			data := make([][]byte, n)
+			for i := range data {
+				data[i] = benchData(make([]byte, benchSize), next*n+i)
+			}
+			start := time.Now()
+			if _, err := stores[k].PutBatch(ctx, data); err != nil {
+				b.Fatal(err)
+			}
+			took[k] += time.Since(start)
+		}
+		next++
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(next*n) }
+	b.ReportMetric(per(took[0]), "writers-1-µs/obj")
+	b.ReportMetric(per(took[1]), "default-µs/obj")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "speedup")
+}

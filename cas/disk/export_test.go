@@ -23,6 +23,10 @@ func SetBatchSyncPool(o *Options, pool bool) {
 	}
 }
 
+// SetBatchWriters bounds the goroutines that write a batch without
+// flushes (1: the calling goroutine alone).
+func SetBatchWriters(o *Options, n int) { o.writers = n }
+
 // SetStaleTempAge sets how old a temporary file must be for Open to remove
 // it.
 func SetStaleTempAge(o *Options, d time.Duration) { o.staleAge, o.staleSet = d, true }

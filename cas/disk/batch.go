@@ -2,10 +2,12 @@ package disk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,17 +41,18 @@ const maxUnnamedOpen = 256
 // are a collision).
 //
 // Where the system has them (Linux's O_TMPFILE), the new files are unnamed
-// files made in tmp/, published into their shard with linkat(2), which never
-// overwrites: one folder entry per object, none in tmp/, and nothing left
-// behind by a crash. They are made in tmp/ rather than in the shard so that
-// ext4 allocates their inodes near tmp/'s, as it did for named temporary
-// files: the shard folders spread over several block groups, and on a
-// journal-less ext4 each inode allocation pays for every inode of its group
-// freed in the last minute, which made a batch slower and less steady, and
-// reading it back slower (bench/README.md, section K). Elsewhere (and in pool mode) they are named temporary
-// files in tmp/, published with a no-clobber rename. With
-// [DurabilityNone] nothing waits between writing a file and publishing it,
-// so each is published as soon as it is written.
+// files, published into their shard with linkat(2), which never
+// overwrites: one folder entry per object, and nothing left behind by a
+// crash. They are made in folders tmp/new-* that the Store chooses by the
+// cost of creating a file there (newdir.go), not in the shards: the shard
+// folders spread over several block groups, and on a journal-less ext4
+// each inode allocation pays for every inode of its group freed in the
+// last minutes, which made a batch slower and less steady, and reading it
+// back slower (bench/README.md, section K). Elsewhere (and in pool mode)
+// they are named temporary files in tmp/, published with a no-clobber
+// rename. With [DurabilityNone] nothing waits between writing a file and
+// publishing it, so each is published, in input order, as soon as it is
+// written, and several goroutines write them ([Store.writePublish]).
 func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
@@ -64,7 +67,10 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 		}
 	}()
 
-	// Verify what is already stored; note what must be written.
+	// Verify what is already stored; note what must be written. Where the
+	// files are written by several goroutines (writePublish), they check
+	// too: each item is then checked just before it is written.
+	later := s.writers(len(data)) > 1
 	for i, d := range data {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -81,6 +87,10 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 		}
 		first[h] = i
 		path := s.objPath(h)
+		if later {
+			todo = append(todo, batchItem{i: i, path: path, check: true})
+			continue
+		}
 		mu := s.stripe(h)
 		mu.Lock()
 		st, err := s.check(h, path, d, now)
@@ -115,20 +125,9 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 	}
 
 	if !s.durable {
-		// Nothing to flush: write and publish each in turn.
-		for k := range todo {
-			if k%64 == 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			it := &todo[k]
-			if err := s.writeItem(it, data[it.i], now, true); err != nil {
-				return nil, err
-			}
-			if err := publish(it); err != nil {
-				return nil, err
-			}
+		// Nothing to flush: publish each as soon as it is written.
+		if err := s.writePublish(ctx, todo, hs, data, now, publish); err != nil {
+			return nil, err
 		}
 		return hs, nil
 	}
@@ -161,11 +160,13 @@ func (s *Store) PutBatch(ctx context.Context, data [][]byte) ([]cas.Hash, error)
 // batchItem is an object of a batch that must be written: its new file is
 // either unnamed (f) or a named temporary file (tmp), until published.
 type batchItem struct {
-	i    int
-	path string
-	heal bool            // corrupt bytes are stored there
-	f    atomicfile.File // the unnamed file, until linked
-	tmp  string          // the temporary file, until published
+	i     int
+	path  string
+	check bool            // to be checked (stored, corrupt?) before writing
+	skip  bool            // found stored when checked: nothing to write
+	heal  bool            // corrupt bytes are stored there
+	f     atomicfile.File // the unnamed file, until linked
+	tmp   string          // the temporary file, until published
 }
 
 // discard closes (so frees) the item's unnamed file, or removes its
@@ -182,11 +183,11 @@ func (it *batchItem) discard(fsys atomicfile.FS) {
 }
 
 // writeItem writes the item's new file holding data with modification time
-// now, not synced: an unnamed file in tmp/ if unnamed is set and the
+// now, not synced: an unnamed file in a folder tmp/new-* if unnamed is set and the
 // filesystem has them, else a temporary file in tmp/.
 func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed bool) error {
 	if unnamed && !it.heal && !s.noUnnamed.Load() {
-		f, err := s.writeUnnamed(s.tmpDir, data, now)
+		f, err := s.writeUnnamed(data, now)
 		if err == nil {
 			it.f = f
 			return nil
@@ -204,17 +205,26 @@ func (s *Store) writeItem(it *batchItem, data []byte, now time.Time, unnamed boo
 	return nil
 }
 
-// writeUnnamed writes an unnamed file holding data in the folder dir,
-// creating the folder if it is missing.
-func (s *Store) writeUnnamed(dir string, data []byte, now time.Time) (atomicfile.File, error) {
-	f, err := atomicfile.WriteUnnamed(s.fs, dir, data, now)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := atomicfile.MkdirAll(s.fs, dir, false); err != nil {
+// writeUnnamed writes an unnamed file holding data in the folder of tmp/
+// that costs least to create files in (newdir.go), timing the creation.
+func (s *Store) writeUnnamed(data []byte, now time.Time) (atomicfile.File, error) {
+	for range 8 {
+		d, err := s.newDirs.pick()
+		if err != nil {
 			return nil, err
 		}
-		f, err = atomicfile.WriteUnnamed(s.fs, dir, data, now)
+		start := time.Now()
+		f, err := atomicfile.WriteUnnamed(s.fs, d.path, data, now)
+		if errors.Is(err, fs.ErrNotExist) {
+			s.newDirs.gone(d) // removed meanwhile: make another
+			continue
+		}
+		if err == nil {
+			s.newDirs.done(d, time.Since(start))
+		}
+		return f, err
 	}
-	return f, err
+	return nil, fmt.Errorf("the folders for new files in %s keep disappearing", s.tmpDir)
 }
 
 // publishItem publishes the item's durable new file holding data at its
@@ -331,7 +341,10 @@ func (s *Store) publishTemp(h cas.Hash, path string, data []byte, now time.Time,
 // of a 20,000-object `uwf cas put --batch` on 2 loaded cores were in
 // rwsem_spin_on_owner, when every file was created in tmp/) and hand
 // goroutines between threads, which a loaded machine makes slow. So they
-// are written one after the other, on the calling goroutine.
+// are written one after the other, on the calling goroutine (most of a
+// large strict batch is named files in tmp/; a batch without flushes,
+// all unnamed files, which take no folder lock, is written by several:
+// see writePublish).
 func (s *Store) writeItems(ctx context.Context, todo []batchItem, data [][]byte, now time.Time) error {
 	if s.opts.batchSync == batchSyncPool {
 		return forEach(len(todo), func(k int) error {
@@ -368,6 +381,137 @@ func (s *Store) writeItems(ctx context.Context, todo []batchItem, data [][]byte,
 		return fmt.Errorf("disk: put batch: %w", err)
 	}
 	return nil
+}
+
+// Writing a batch without flushes ([Store.writePublish]).
+const (
+	// maxWriters bounds the goroutines that write a batch's files.
+	maxWriters = 4
+	// writeRun is how many files a writer takes at a time: one hand-over
+	// to the publishing goroutine per run, not per file.
+	writeRun = 16
+	// maxRunsAhead bounds the runs written but not yet published (so the
+	// unnamed files held open: 16 x 16).
+	maxRunsAhead = 16
+)
+
+// writePublish writes the new files of a batch that has no flush point and
+// publishes each, in input order, once written (publish). The creation of
+// a file (the inode allocation) is most of a batch's time and waits on
+// nothing but the CPU, so up to maxWriters goroutines (no more than
+// GOMAXPROCS) write runs of writeRun files, each an unnamed file in a
+// folder of its own that takes no folder lock, while the calling goroutine
+// links them into their shards in order: on a machine with idle cores the
+// batch takes less time, and on a busy one it gets its share of the CPU
+// for each goroutine rather than for one. On error the caller discards the
+// files written and not published; no writer is left running.
+func (s *Store) writePublish(ctx context.Context, todo []batchItem, hs []cas.Hash, data [][]byte, now time.Time, publish func(*batchItem) error) error {
+	runs := (len(todo) + writeRun - 1) / writeRun
+	if s.writers(len(todo)) <= 1 {
+		// One goroutine, or named temporary files, which all share
+		// tmp/'s lock: write and publish each in turn.
+		for k := range todo {
+			if k%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			it := &todo[k]
+			if err := s.checkWrite(it, hs[it.i], data[it.i], now); err != nil {
+				return err
+			}
+			if !it.skip {
+				if err := publish(it); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	ready := make([]chan error, runs)
+	for r := range ready {
+		ready[r] = make(chan error, 1)
+	}
+	var (
+		next  atomic.Int64
+		ahead = make(chan struct{}, maxRunsAhead) // a token per run in flight
+		done  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	for range s.writers(len(todo)) {
+		wg.Go(func() {
+			for {
+				select {
+				case ahead <- struct{}{}:
+				case <-done:
+					return
+				}
+				r := int(next.Add(1) - 1)
+				if r >= runs {
+					return
+				}
+				err := ctx.Err()
+				for k := r * writeRun; err == nil && k < min(len(todo), (r+1)*writeRun); k++ {
+					it := &todo[k]
+					err = s.checkWrite(it, hs[it.i], data[it.i], now)
+				}
+				ready[r] <- err
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	var first error
+	for r := 0; r < runs && first == nil; r++ {
+		first = <-ready[r]
+		<-ahead
+		for k := r * writeRun; first == nil && k < min(len(todo), (r+1)*writeRun); k++ {
+			if !todo[k].skip {
+				first = publish(&todo[k])
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	return first
+}
+
+// writers is how many goroutines write a batch of n new files without
+// flushes: several only for unnamed files (named ones share tmp/'s lock)
+// and more than one run of them, and no more than GOMAXPROCS.
+func (s *Store) writers(n int) int {
+	if s.durable || !s.unnamed() {
+		return 1
+	}
+	return min(cmp.Or(s.opts.writers, maxWriters), runtime.GOMAXPROCS(0), (n+writeRun-1)/writeRun)
+}
+
+// checkWrite writes the item's new file (see writeItem), after checking
+// what its address holds if it is still to be checked: stored bytes set
+// skip (they are touched, nothing is written), corrupt ones heal.
+func (s *Store) checkWrite(it *batchItem, h cas.Hash, data []byte, now time.Time) error {
+	if it.check {
+		it.check = false
+		mu := s.stripe(h)
+		mu.Lock()
+		st, err := s.check(h, it.path, data, now)
+		mu.Unlock()
+		if err != nil {
+			return &cas.ObjectError{Op: "put", Hash: h, Err: err}
+		}
+		if st == stored {
+			it.skip = true
+			return nil
+		}
+		it.heal = st == corrupt
+	}
+	return s.writeItem(it, data, now, true)
+}
+
+// unnamed reports whether a batch may write unnamed files here.
+func (s *Store) unnamed() bool {
+	return !s.noUnnamed.Load()
 }
 
 // forEach calls fn(k) for every k in [0, n) from up to poolSize goroutines

@@ -264,3 +264,37 @@ func BenchmarkBatchVsSingle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutBatchWriters stores batches of 1,000 distinct 1 KiB objects
+// with DurabilityNone (what `uwf --durability none cas put --batch` does
+// per chunk) in one store, written by one goroutine and by the default
+// number (up to 4, no more than GOMAXPROCS) in turn, the order alternating,
+// so both see the same load and the same folders for new files; it
+// reports each one's time per object and writers-1 / default.
+func BenchmarkPutBatchWriters(b *testing.B) {
+	const n = 1000
+	s := benchStore(b, disk.DurabilityNone, false)
+	ctx := b.Context()
+	var took [2]time.Duration
+	round := 0
+	for b.Loop() {
+		for j := range 2 {
+			k := (j + round) % 2 // which goes first alternates
+			disk.SetBatchWriters(s, []int{1, 0}[k])
+			data := make([][]byte, n)
+			for i := range data {
+				data[i] = benchData(make([]byte, benchSize), (2*round+j)*n+i)
+			}
+			start := time.Now()
+			if _, err := s.PutBatch(ctx, data); err != nil {
+				b.Fatal(err)
+			}
+			took[k] += time.Since(start)
+		}
+		round++
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(round*n) }
+	b.ReportMetric(per(took[0]), "writers-1-µs/obj")
+	b.ReportMetric(per(took[1]), "default-µs/obj")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "speedup")
+}

@@ -21,6 +21,9 @@
 //	tmp/spare-ref-XX          a ref lock stripe's spare ref file: the next
 //	                          move's new ref file is written into it, then
 //	                          exchanged with the ref file (see Refs.commit)
+//	tmp/new-<random>/         empty folders a batch makes its unnamed files
+//	                          in (newdir.go); removed when closed, or by
+//	                          Open and GC after an hour
 //	refs/<lower-cased name>   a ref: "<HASH> <Name>\n" (Name case-preserved)
 //	logs/<lower-cased name>@.jsonl
 //	                          a ref's log: one JSON object per line,
@@ -66,7 +69,7 @@
 // or link(2) and removing the temporary name where that is unavailable), and
 // its shard folder is synced; a shard folder created on the way is synced
 // into objects/ too. [Store.PutBatch] writes all its new files (on Linux,
-// unnamed O_TMPFILE files made in tmp/, published with linkat(2),
+// unnamed O_TMPFILE files made in folders tmp/new-*, published with linkat(2),
 // which never overwrites: no entry in tmp/ and nothing left by a crash;
 // temporary files in tmp/ elsewhere, and past 256 open files), makes
 // them durable together with one syncfs(2) (concurrent fsyncs from a bounded
@@ -119,7 +122,8 @@
 //   - temporary files left in tmp/ are removed by Open, and by every GC
 //     ([Store.RemoveStaleTemps]), once their inode change time (which only
 //     the kernel sets) is an hour old ([cas.StaleTempAge]); fsck counts
-//     them ([Store.CountTemps]);
+//     them ([Store.CountTemps]); so are the empty folders tmp/new-* of a
+//     writer that crashed (not counted);
 //   - a ref and its visible log agree. A change is made under the ref's
 //     locks in this order: (1) read the ref and check the expected value;
 //     (2) append the log line and write the new ref file into the stripe's

@@ -23,6 +23,11 @@ func SetBatchSyncPool(o *Options, pool bool) {
 	}
 }
 
+// SetBatchWriters bounds the goroutines that write s's batches without
+// flushes (1: the calling goroutine alone; 0: the default). Not safe while
+// a batch runs.
+func SetBatchWriters(s *Store, n int) { s.opts.writers = n }
+
 // SetStaleTempAge sets how old a temporary file must be for Open to remove
 // it.
 func SetStaleTempAge(o *Options, d time.Duration) { o.staleAge, o.staleSet = d, true }

@@ -144,18 +144,31 @@ func logFile(s *disk.Store, name string) string {
 	return filepath.Join(s.Dir(), "logs", filepath.FromSlash(strings.ToLower(name))+disk.LogSuffix)
 }
 
-// tempFiles lists the files in the store's tmp folder.
+// tempFiles lists what the store's tmp folder holds, but for the folders
+// tmp/new-* (where batches make their unnamed files), whose entries it
+// lists instead, as "new-*/<name>".
 func tempFiles(t *testing.T, s *disk.Store) []string {
 	t.Helper()
-	es, err := os.ReadDir(filepath.Join(s.Dir(), "tmp"))
+	tmp := filepath.Join(s.Dir(), "tmp")
+	es, err := os.ReadDir(tmp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, e := range es {
-		// A stripe's spare ref file is kept, not left over (Refs.commit).
-		if !strings.HasPrefix(e.Name(), "spare-ref-") {
+		if strings.HasPrefix(e.Name(), "spare-ref-") {
+			continue // a stripe's spare ref file is kept, not left over (Refs.commit)
+		}
+		if !strings.HasPrefix(e.Name(), "new-") || !e.IsDir() {
 			names = append(names, e.Name())
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(tmp, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range sub {
+			names = append(names, e.Name()+"/"+f.Name())
 		}
 	}
 	return names

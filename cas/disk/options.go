@@ -68,6 +68,7 @@ type Options struct {
 	batchSync batchSync             // how PutBatch makes its temp files durable
 	staleAge  time.Duration         // temp files older than this are removed at Open
 	staleSet  bool                  // staleAge was set (it may be 0)
+	writers   int                   // goroutines writing a batch without flushes (0: the default)
 	bumpHook  func()                // called by BumpFormat between its check and the FORMAT write
 	// journalSegment is the size past which a change starts a new journal
 	// segment (0: defaultSegmentSize).

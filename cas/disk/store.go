@@ -46,6 +46,11 @@ type Store struct {
 	// files in tmp/.
 	noUnnamed atomic.Bool
 
+	// newDirs chooses the folder of tmp/ for each unnamed file
+	// (newdir.go); spread says tmp/ was marked to spread its folders.
+	newDirs newDirs
+	spread  atomic.Bool
+
 	cacheMade atomic.Bool    // cache/ is there (makeCacheDir)
 	noAttrs   atomic.Bool    // the filesystem keeps no extended attributes (derived.go)
 	jseg      atomic.Int64   // the newest journal segment this Store has seen
@@ -192,6 +197,9 @@ func newStore(dir string, o Options) *Store {
 		opts:    o,
 	}
 	s.refs = newRefs(s)
+	s.newDirs.make = s.makeNewDir
+	s.newDirs.remove = s.removeNewDir
+	s.newDirs.log = s.log
 	return s
 }
 
@@ -248,7 +256,19 @@ func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, 
 			first = cmp.Or(first, fmt.Errorf("disk: temporary file: %w", err))
 			continue
 		}
-		if fi.IsDir() || strings.HasPrefix(e.Name(), spareName) {
+		if fi.IsDir() {
+			// A folder of unnamed files (newdir.go) left by a writer
+			// that crashed, or that has not made a file for an hour (it
+			// makes another). It holds no entry, so it is not counted.
+			if remove && isNewDir(e.Name()) && changeTime(fi).Before(limit) {
+				p := filepath.Join(s.tmpDir, e.Name())
+				if err := s.fs.Remove(p); err == nil {
+					s.log.Debug("removed stale folder of unnamed files", "path", p)
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(e.Name(), spareName) {
 			continue // a spare ref file is no leftover (see Refs.commit)
 		}
 		total++
@@ -284,6 +304,7 @@ func (s *Store) Refs() *Refs { return s.refs }
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	s.watch.Broadcast() // its watches end
+	s.newDirs.close()   // its folders of unnamed files, empty
 	return nil
 }
 

@@ -36,7 +36,7 @@ func (u *unnamedFS) Link(f atomicfile.File, path string) error {
 }
 
 // TestPutBatchUnnamed checks the put path of Linux: a batch's new objects
-// are unnamed files created in tmp/ (no entry there) and linked into their
+// are unnamed files created in a folder tmp/new-* (no entry there) and linked into their
 // shard folder; a strict batch holds at most 256 of them open, the rest
 // go through tmp/ as before, all published in input order.
 func TestPutBatchUnnamed(t *testing.T) {
@@ -76,8 +76,8 @@ func TestPutBatchUnnamed(t *testing.T) {
 					k++
 					if strings.Contains(op.Path, "(unnamed ") {
 						unnamed++
-						if !strings.HasPrefix(op.Path, "tmp/") {
-							t.Errorf("%s: the unnamed file was not made in tmp/", op)
+						if !strings.HasPrefix(op.Path, "tmp/new-") {
+							t.Errorf("%s: the unnamed file was not made in tmp/new-*/", op)
 						}
 					}
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/uncaged/uwf/cas"
+	"github.com/uncaged/uwf/internal/progress"
 	"github.com/uncaged/uwf/internal/rawfile"
 )
 
@@ -185,7 +186,8 @@ var (
 // typeArg, in chunks with one flush point each ([cas.Repo.PutEach]): a bad
 // file fails only its own line, and a file may refer to a node of an
 // earlier line. Lines are printed in input order once their chunk is
-// durable.
+// durable. One goroutine reads and decodes the next chunk's files while
+// the chunk before is stored.
 func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r io.Reader) error {
 	if err := checkTypeArg(s.cmd, typeArg); err != nil {
 		return err
@@ -199,25 +201,31 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 	if err != nil {
 		return err
 	}
-	limit := repo.MaxNodeSize()
-	type item struct {
-		path string
-		err  error // reading or decoding the file
-		node int   // index in nodes, if err is nil
-	}
+	// Progress counts the files read; how many there are is not known
+	// until stdin ends.
+	_, pw := s.withProgress(ctx)
+	c := pw.Start("put", "files", "files", 0)
+	defer pw.Close()
+
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	chunks := make(chan putChunk, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		readErr <- readPutChunks(rctx, r, typ, repo.MaxNodeSize(), c, chunks)
+	}()
+
 	var (
-		items        []item
-		nodes        []cas.Node
-		chunkBytes   int64
 		total, fails int
 		out          = bufio.NewWriterSize(w, 64<<10)
 	)
-	flush := func() error {
-		hs, errs := repo.PutEach(ctx, nodes)
+	for ch := range chunks {
+		hs, errs := repo.PutEach(ctx, ch.nodes)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for _, it := range items {
+		for _, it := range ch.items {
 			total++
 			err := it.err
 			if err == nil {
@@ -230,14 +238,51 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 				fmt.Fprintln(out, hs[it.node])
 			}
 		}
-		items, nodes, chunkBytes = items[:0], nodes[:0], 0
-		return out.Flush()
+		if err := out.Flush(); err != nil {
+			return err
+		}
 	}
-	// Progress counts the files read; how many there are is not known
-	// until stdin ends.
-	_, pw := s.withProgress(ctx)
-	c := pw.Start("put", "files", "files", 0)
-	defer pw.Close()
+	if err := <-readErr; err != nil {
+		return err
+	}
+	c.End()
+	if fails > 0 {
+		return fmt.Errorf("put --batch: %d of %d files failed", fails, total)
+	}
+	return nil
+}
+
+// putChunk is a chunk of put --batch: its input lines, and the nodes of
+// those whose files were read and decoded.
+type putChunk struct {
+	items []putItem
+	nodes []cas.Node
+}
+
+type putItem struct {
+	path string
+	err  error // reading or decoding the file
+	node int   // index in nodes, if err is nil
+}
+
+// readPutChunks reads the paths on r, reads and decodes each file as a
+// node of type typ, and sends them in chunks of at most batchChunkNodes
+// lines or batchChunkBytes of files on out, counting each line on c. It
+// stops early, with ctx's error, once ctx is done.
+func readPutChunks(ctx context.Context, r io.Reader, typ cas.Hash, limit int64, c *progress.Counter, out chan<- putChunk) error {
+	var (
+		ch         putChunk
+		chunkBytes int64
+	)
+	send := func() error {
+		select {
+		case out <- ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		ch, chunkBytes = putChunk{}, 0
+		return nil
+	}
 	in := bufio.NewReaderSize(r, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -250,7 +295,7 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 		if line == "" && rerr == io.EOF {
 			break
 		}
-		it := item{path: strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")}
+		it := putItem{path: strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")}
 		switch it.path {
 		case "":
 			it.err = errors.New("empty path")
@@ -263,15 +308,15 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 				payload, it.err = decodeInput(it.path, data)
 			}
 			if it.err == nil {
-				it.node = len(nodes)
-				nodes = append(nodes, cas.Node{Type: typ, Payload: payload})
+				it.node = len(ch.nodes)
+				ch.nodes = append(ch.nodes, cas.Node{Type: typ, Payload: payload})
 				chunkBytes += int64(len(data))
 			}
 		}
-		items = append(items, it)
+		ch.items = append(ch.items, it)
 		c.Add(1)
-		if len(items) >= batchChunkNodes || chunkBytes >= int64(batchChunkBytes) {
-			if err := flush(); err != nil {
+		if len(ch.items) >= batchChunkNodes || chunkBytes >= int64(batchChunkBytes) {
+			if err := send(); err != nil {
 				return err
 			}
 		}
@@ -279,14 +324,10 @@ func runPutBatch(ctx context.Context, w io.Writer, s *session, typeArg string, r
 			break
 		}
 	}
-	if err := flush(); err != nil {
-		return err
+	if len(ch.items) == 0 {
+		return nil
 	}
-	c.End()
-	if fails > 0 {
-		return fmt.Errorf("put --batch: %d of %d files failed", fails, total)
-	}
-	return nil
+	return send()
 }
 
 // oneLine keeps a batch result on its line.

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -140,4 +141,34 @@ func futimesNano(fd int, t time.Time) error {
 		}
 		return nil
 	})
+}
+
+// fsTopdirFL is FS_TOPDIR_FL (chattr +T): "the top of a directory
+// hierarchy", a hint to ext2/3/4's Orlov allocator to place each new
+// subfolder of the folder in a lightly used block group.
+const fsTopdirFL = 0x00020000
+
+// SpreadSubdirs marks the folder dir as the top of a hierarchy (the
+// FS_TOPDIR_FL flag, chattr +T) so that ext2/3/4 places each subfolder made
+// in it afterwards in a lightly used block group, with the files later made
+// in that subfolder, rather than next to dir. It is a placement hint only:
+// nothing reads the flag back, and on a filesystem without it the error
+// wraps [errors.ErrUnsupported]. A flag already set is left as it is.
+func SpreadSubdirs(dir string) error {
+	fd, err := open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == nil && flags&fsTopdirFL == 0 {
+		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsTopdirFL))
+	}
+	switch err {
+	case unix.ENOTTY, unix.EOPNOTSUPP, unix.EINVAL:
+		return fmt.Errorf("%w: FS_TOPDIR_FL on %s: %w", errors.ErrUnsupported, dir, err)
+	case nil:
+		return nil
+	}
+	return fmt.Errorf("FS_TOPDIR_FL on %s: %w", dir, err)
 }

@@ -26,3 +26,7 @@ func linkUnnamed(fd int, path string) error { return errors.ErrUnsupported }
 
 // futimesNano is only called on unnamed files, which are Linux-only.
 func futimesNano(fd int, t time.Time) error { return errors.ErrUnsupported }
+
+// SpreadSubdirs is Linux-only (FS_TOPDIR_FL, for ext2/3/4): elsewhere the
+// filesystem places folders as it will.
+func SpreadSubdirs(dir string) error { return errors.ErrUnsupported }

@@ -97,3 +97,7 @@ func (f portableFile) Size() (int64, error) {
 }
 
 func (f portableFile) SetModTime(t time.Time) error { return os.Chtimes(f.Name(), t, t) }
+
+// SpreadSubdirs is Linux-only (FS_TOPDIR_FL, for ext2/3/4): elsewhere the
+// filesystem places folders as it will.
+func SpreadSubdirs(dir string) error { return errors.ErrUnsupported }

@@ -39,6 +39,26 @@ type DerivedEntry struct {
 	Data []byte
 }
 
+// moveCheckKey is the context key of [WithMoveCheck]'s function.
+type moveCheckKey struct{}
+
+// WithMoveCheck returns a context under which [Repo.PutNodesMove] calls
+// check right before it moves the ref, after everything else it does
+// first (the nodes' put, where that is a step of its own), and moves
+// nothing when check fails: a fence, such as a lease that must still be
+// valid when the ref moves.
+func WithMoveCheck(ctx context.Context, check func() error) context.Context {
+	return context.WithValue(ctx, moveCheckKey{}, check)
+}
+
+// checkMove runs ctx's [WithMoveCheck] function, if any.
+func checkMove(ctx context.Context) error {
+	if check, _ := ctx.Value(moveCheckKey{}).(func() error); check != nil {
+		return check()
+	}
+	return nil
+}
+
 // PutNodesMove stores nodes as [Repo.PutNodes] does, then moves ref name
 // from old to the last node's hash as Refs().CompareAndSwap does, and
 // returns the nodes' hashes. On refs with [LinkedSwapper] (PostgreSQL)
@@ -53,7 +73,8 @@ type DerivedEntry struct {
 // higher layer's entries that describe the nodes. Writing them is best
 // effort, as the cache's are: a failure is logged, not returned; a bad key
 // fails the call with an error wrapping [ErrInvalid] before anything is
-// written.
+// written. Under [WithMoveCheck] a failed check leaves the nodes stored
+// and the ref where it was, and is the error returned with hs.
 func (r *Repo) PutNodesMove(ctx context.Context, nodes []Node, name string, old Hash, message string, entries ...DerivedEntry) (hs []Hash, err error) {
 	for _, e := range entries {
 		if err := ValidateDerivedKey(e.Key); err != nil {
@@ -77,6 +98,9 @@ func (r *Repo) PutNodesMove(ctx context.Context, nodes []Node, name string, old 
 	}
 	if hs, err = r.PutNodes(ctx, nodes); err != nil {
 		return nil, err
+	}
+	if err := checkMove(ctx); err != nil {
+		return hs, err // the nodes are stored, the ref is not moved
 	}
 	return hs, r.refs.CompareAndSwap(ctx, name, old, hs[len(hs)-1], message)
 }
@@ -104,6 +128,9 @@ func (r *Repo) putNodesSwap(ctx context.Context, ls LinkedSwapper, nodes []Node,
 		return nil, false, nil
 	}
 	data, edges, pos := linkedBatch(ps)
+	if checkMove(ctx) != nil {
+		return nil, false, nil // the slow path stores the nodes and says why
+	}
 	stored, done, err := ls.PutLinkedSwap(ctx, r.st, data, edges, name, old, newHash, message, entries)
 	if !done {
 		return nil, false, nil

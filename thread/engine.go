@@ -305,6 +305,9 @@ func (e *Engine) putCommit(ctx context.Context, id string, nodes []cas.Node, c *
 			return hs, true, fmt.Errorf("commit to thread %s: %w", id, err)
 		}
 		message += " (" + l.label() + ")"
+		// And again right before the move, after the nodes' put where
+		// that is a step of its own (it may outlast the lease).
+		ctx = cas.WithMoveCheck(ctx, l.Check)
 	}
 	hs, err = e.repo.PutNodesMove(ctx, nodes, refName(id), from, message, entries...)
 	var ce *cas.ConflictError

@@ -830,6 +830,12 @@ func (p *prompter) line(prompt string) (string, error) {
 // interrupts (context.Canceled, as SIGINT does), Ctrl-D on an empty line
 // ends the input.
 func (p *prompter) secret(prompt string) (string, error) {
+	// Consulted before raw mode, so that uwf has taken over SIGINT and
+	// SIGTERM (see signalContext): until then a signal ends the process
+	// at once, which would leave the terminal without echo.
+	if err := p.ctx.Err(); err != nil {
+		return "", err
+	}
 	fd := int(p.in.Fd())
 	state, err := term.MakeRaw(fd)
 	if err != nil {

@@ -173,8 +173,12 @@ func (s *Store) PutDerived(ctx context.Context, key string, data []byte) error {
 			}
 			if errors.Is(err, errors.ErrUnsupported) {
 				s.noAttrs.Store(true)
+			} else {
+				// No such object, too large, not allowed: a file. An
+				// entry an attribute holds would hide it (GetDerived
+				// reads the attribute first): it goes.
+				atomicfile.RemoveAttr(s.objPath(h), "user.uwf."+kind)
 			}
-			// No such object, too large, not allowed: a file.
 		}
 	}
 	path := s.derivedPath(key)

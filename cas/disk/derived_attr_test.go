@@ -142,3 +142,36 @@ func TestDerivedNodeAttr(t *testing.T) {
 		t.Errorf("GetDerived of a removed node = %q, want no entry", got)
 	}
 }
+
+// TestDerivedAttrReplacedByFile: an entry kept in its node's attribute and
+// then put again too large for an attribute (a file) is replaced, as
+// PutDerived promises: the attribute, read first, must not keep the old
+// entry.
+func TestDerivedAttrReplacedByFile(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := atomicfile.SetAttr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), false); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("%s keeps no user extended attributes", dir)
+	}
+	h, err := st.Put(ctx, []byte(`"a"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "chain/" + h.String()
+	if err := st.PutDerived(ctx, key, []byte("small")); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 100_000)
+	if err := st.PutDerived(ctx, key, []byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	v, ok, err := st.GetDerived(ctx, key)
+	if err != nil || !ok || string(v) != big {
+		t.Fatalf("GetDerived after a larger put = %.20q (%d bytes), %v, %v; want the %d bytes put last", v, len(v), ok, err, len(big))
+	}
+}

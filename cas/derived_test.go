@@ -130,3 +130,34 @@ func ExampleRepo_Derived() {
 	// after a move: true
 	// after a re-creation: false
 }
+
+// TestGCDropsDerivedOfCorruptNode: GC deletes an unreachable corrupt node
+// in a pass of its own (its edges are unknown), and drops its
+// derived-cache entry in the same GC, as it does a deleted node's.
+func TestGCDropsDerivedOfCorruptNode(t *testing.T) {
+	ctx := t.Context()
+	ms := cas.NewMemStore(nil)
+	r, err := cas.Open(ctx, ms, ms.Refs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ms.Put(ctx, []byte(`"unreachable"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "chain/" + h.String()
+	if err := r.Derived().PutDerived(ctx, key, []byte("entry")); err != nil {
+		t.Fatal(err)
+	}
+	ms.Corrupt(h, []byte("damaged"))
+	st, err := r.GC(ctx, &cas.GCOptions{Grace: -1})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if ok, _ := ms.Has(ctx, h); ok || st.Deleted != 1 {
+		t.Fatalf("GC deleted %d (node present %v); want the corrupt node deleted", st.Deleted, ok)
+	}
+	if _, ok, err := r.Derived().GetDerived(ctx, key); err != nil || ok || st.DerivedDropped != 1 {
+		t.Errorf("after GC: entry of the deleted corrupt node present %v (%v), DerivedDropped %d; want it dropped", ok, err, st.DerivedDropped)
+	}
+}

@@ -741,6 +741,7 @@ func (r *Repo) sweepCorrupt(ctx context.Context, corrupt []Hash, cutoff time.Tim
 			st.Deleted++
 			st.BytesFreed += objs.get(h).size
 			r.log.Debug("gc deleted a corrupt node", "hash", h, "size", objs.get(h).size)
+			objs.markGone(h)
 		case present:
 			return fmt.Errorf("unreachable node %s is corrupt, so what it links to is unknown, and a writer refreshed it since GC began (delete refused): nothing else deleted", h)
 		}

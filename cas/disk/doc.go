@@ -18,9 +18,6 @@
 //	                          allowing for the filesystem's granularity:
 //	                          see Store.DeleteIfOlder)
 //	tmp/.tmp-<pid>-<n>        temporary files, published by rename or link
-//	tmp/spare-ref-XX          a ref lock stripe's spare ref file: the next
-//	                          move's new ref file is written into it, then
-//	                          exchanged with the ref file (see Refs.commit)
 //	tmp/new-<random>/         empty folders a batch makes its unnamed files
 //	                          in (newdir.go); removed when closed, or by
 //	                          Open and GC after an hour
@@ -126,10 +123,9 @@
 //     writer that crashed (not counted);
 //   - a ref and its visible log agree. A change is made under the ref's
 //     locks in this order: (1) read the ref and check the expected value;
-//     (2) append the log line and write the new ref file into the stripe's
-//     spare, then make both durable at one flush point; (3) exchange the
-//     spare with the ref file, or rename it into place (or remove the ref
-//     file, for a delete). Any other write
+//     (2) append the log line and write the new ref file's temporary file,
+//     then make both durable at one flush point; (3) rename the temporary
+//     file over the ref file (or remove it, for a delete). Any other write
 //     that must be durable before a ref moves goes in (2), noted with the
 //     flush point, so that the same flush covers it (see Refs.commit).
 //     A crash between (2) and (3) leaves a last

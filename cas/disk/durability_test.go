@@ -90,10 +90,6 @@ func entryDurable(ops []atomicfiletest.Op, i int, path string) bool {
 			if op.To == path {
 				c = k
 			}
-		case "exchange":
-			if op.To == path || op.Path == path {
-				c = k
-			}
 		}
 	}
 	return c < 0 || flushedAfter(ops, c, i, "syncdir", filepath.ToSlash(filepath.Dir(path)))
@@ -351,7 +347,7 @@ func testDurabilityRefChange(t *testing.T, fsys atomicfile.FS, syncfs bool) {
 		}
 		move := -1
 		for i, op := range ops {
-			if !op.Err && ((op.Kind == "rename" || op.Kind == "exchange") && op.To == ref || op.Kind == "remove" && op.Path == ref) {
+			if !op.Err && (op.Kind == "rename" && op.To == ref || op.Kind == "remove" && op.Path == ref) {
 				move = i
 			}
 		}

@@ -80,7 +80,7 @@ func TestStepFlushes(t *testing.T) {
 				// ref moves to the step.
 				move := -1
 				for i, op := range ops {
-					if (op.Kind == "rename" || op.Kind == "exchange") && op.To == "refs/"+strings.ToLower(ref) && !op.Err {
+					if op.Kind == "rename" && op.To == "refs/"+strings.ToLower(ref) && !op.Err {
 						move = i
 					}
 				}

@@ -156,9 +156,6 @@ func tempFiles(t *testing.T, s *disk.Store) []string {
 	}
 	var names []string
 	for _, e := range es {
-		if strings.HasPrefix(e.Name(), "spare-ref-") {
-			continue // a stripe's spare ref file is kept, not left over (Refs.commit)
-		}
 		if !strings.HasPrefix(e.Name(), "new-") || !e.IsDir() {
 			names = append(names, e.Name())
 			continue

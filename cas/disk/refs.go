@@ -58,19 +58,9 @@ func newRefs(s *Store) *Refs {
 func (r *Refs) refPath(lower string) string { return r.refDir + "/" + lower }
 func (r *Refs) logPath(lower string) string { return r.logDir + "/" + lower + logSuffix }
 
-// stripePath returns the lock file of a ref: locks/ref-XX (see stripe).
-func (r *Refs) stripePath(lower string) string { return r.lockDir + "/" + stripe(lower) }
-
-// sparePath returns the spare ref file of a ref's stripe: tmp/spare-ref-XX
-// (see commit).
-func (r *Refs) sparePath(lower string) string { return r.s.tmpDir + "/" + spareName + stripe(lower) }
-
-// spareName starts the name of every spare ref file in tmp/.
-const spareName = "spare-"
-
-// stripe returns "ref-XX", XX the low byte of FNV-1a of a ref's lower-cased
-// name, in hex.
-func stripe(lower string) string {
+// stripePath returns the lock file of a ref: locks/ref-XX, XX the low byte
+// of FNV-1a of its lower-cased name, in hex.
+func (r *Refs) stripePath(lower string) string {
 	h := uint32(2166136261)
 	for i := 0; i < len(lower); i++ {
 		h ^= uint32(lower[i])
@@ -78,7 +68,7 @@ func stripe(lower string) string {
 	}
 	const hex = "0123456789abcdef"
 	b := h % refStripes
-	return "ref-" + string([]byte{hex[b>>4], hex[b&15]})
+	return r.lockDir + "/ref-" + string([]byte{hex[b>>4], hex[b&15]})
 }
 
 // refState is what refs/<lower> holds.
@@ -359,25 +349,13 @@ const (
 //     flush point covers it on every platform.
 //  2. The flush point: one syncfs(2) makes all of phase 1 durable (an
 //     fsync of each noted file and folder where syncfs is unavailable).
-//  3. The move: the new ref file put in place (or the ref file removed),
-//     then the ref's folder synced.
-//
-// The new ref file is written into the stripe's spare, tmp/spare-ref-XX
-// (the ref's stripe lock, held, makes it this change's alone), and a move
-// of an existing ref exchanges it with the ref file (renameat2(2),
-// RENAME_EXCHANGE): the old ref file becomes the spare, to be written over
-// by the stripe's next move. A move thus creates and frees no file, where
-// a temporary file renamed over the ref would free the old one at every
-// step, and on ext4 without a journal each file freed in the last minute
-// slows every later file creation in its block group (bench/README.md,
-// section I). A create, or a system without the exchange, renames the
-// spare into place instead (the next move makes a new spare).
+//  3. The move: the temporary file renamed over the ref file (or the ref
+//     file removed), then the ref's folder synced.
 //
 // A crash before phase 3 leaves the ref as it was, with at most an
 // uncommitted intent at the end of its log (hidden by Log, truncated by
-// the next change) and a spare written (whatever a spare holds is
-// unused); a crash after the exchange or rename leaves the ref moved with
-// its log line durable.
+// the next change) and a temporary file (removed once stale); a crash
+// after the rename leaves the ref moved with its log line durable.
 func (r *Refs) commit(lower string, cur refState, line logLine, act refAction, jw *journalWriter) error {
 	r.s.makeCacheDir()
 	fp := r.s.newFlushPoint()
@@ -394,72 +372,31 @@ func (r *Refs) commit(lower string, cur refState, line logLine, act refAction, j
 	var tmp string
 	if act == refWrite {
 		var err error
-		tmp, err = r.writeSpare(lower, refFile(line.Name, line.New))
+		tmp, err = atomicfile.WriteTemp(r.s.fs, r.s.tmpDir, refFile(line.Name, line.New), time.Time{}, false)
 		if err != nil {
 			return err
 		}
 		fp.file(tmp)
 	}
 	if err := fp.flush(); err != nil {
+		if tmp != "" {
+			r.s.fs.Remove(tmp)
+		}
 		return err
 	}
 	if err := r.beforeMove(line.Name); err != nil {
+		if tmp != "" {
+			r.s.fs.Remove(tmp)
+		}
 		return err
 	}
 	switch act {
 	case refWrite:
-		return r.moveSpare(tmp, lower, cur)
+		return atomicfile.ReplaceTemp(r.s.fs, tmp, r.refPath(lower), r.s.durable)
 	case refRemove:
 		return r.removeRef(lower)
 	}
 	return nil
-}
-
-// writeSpare writes data, the new content of ref file refs/<lower>, into
-// its stripe's spare (made if missing), not synced, and returns the
-// spare's path. The caller holds the ref's stripe lock. A spare that
-// cannot be opened (a folder put there, say) is passed over for a new
-// temporary file.
-func (r *Refs) writeSpare(lower string, data []byte) (string, error) {
-	path := r.sparePath(lower)
-	f, err := r.s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, atomicfile.DefaultPerm)
-	if err != nil {
-		return atomicfile.WriteTemp(r.s.fs, r.s.tmpDir, data, time.Time{}, false)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Truncate(int64(len(data)))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("write the new ref file: %w", err)
-	}
-	return path, nil
-}
-
-// moveSpare puts the written spare in place as refs/<lower> and makes the
-// move durable: an exchange with the ref file when there is one (the old
-// file stays as the spare), else, or where the exchange is unsupported,
-// a rename.
-func (r *Refs) moveSpare(spare, lower string, cur refState) error {
-	path := r.refPath(lower)
-	if cur.exists {
-		err := r.s.fs.Exchange(spare, path)
-		if err == nil {
-			if r.s.durable {
-				return r.s.fs.SyncDir(filepath.Dir(path))
-			}
-			return nil
-		}
-		// The ref file removed behind uwf's back: renamed into place, as
-		// a create.
-		if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return atomicfile.ReplaceTemp(r.s.fs, spare, path, r.s.durable)
 }
 
 // Replace sets ref name to new, or deletes it if new is zero, whatever

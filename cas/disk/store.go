@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,9 +266,6 @@ func (s *Store) cleanTemps(ctx context.Context, remove bool) (total, stale int, 
 				}
 			}
 			continue
-		}
-		if strings.HasPrefix(e.Name(), spareName) {
-			continue // a spare ref file is no leftover (see Refs.commit)
 		}
 		total++
 		if !changeTime(fi).Before(limit) {

@@ -76,7 +76,7 @@ var testAlso = []string{"cas/castest", "store", "cas/disk", "cas/postgres", "git
 // progress bars on a pseudo-terminal; the viewer's fuzz tests parse the
 // sanitiser's output with golang.org/x/net/html, as a browser parses it.
 var testOnly = map[string][]string{
-	"cmd/uwf":   {"github.com/creack/pty"}, // uwf init's questions and the progress bars on a real pseudo-terminal
+	"cmd/uwf":   {"github.com/creack/pty", "golang.org/x/sys"}, // uwf init's questions and the progress bars on a real pseudo-terminal (x/sys: its echo flag)
 	"serve/web": {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp", "golang.org/x/net/html"},
 	"serve":     {"github.com/oklog/ulid/v2", "github.com/chromedp/chromedp"},
 }

@@ -49,11 +49,6 @@ type FS interface {
 	// which case the error wraps [fs.ErrExist] and nothing changes. It never
 	// overwrites, even when racing other processes.
 	RenameNoReplace(oldpath, newpath string) error
-	// Exchange swaps the files at a and b atomically (renameat2(2) with
-	// RENAME_EXCHANGE): both must exist. Unlike a rename over b it frees no
-	// file: b's old file is left at a. Where the system or the filesystem
-	// cannot, the error wraps [errors.ErrUnsupported] and nothing changes.
-	Exchange(a, b string) error
 	// Remove removes a file or an empty folder.
 	Remove(path string) error
 	// Chtimes sets path's access and modification times to t.

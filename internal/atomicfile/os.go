@@ -81,17 +81,6 @@ func (o osFS) RenameNoReplace(oldpath, newpath string) error {
 	return nil
 }
 
-func (o osFS) Exchange(a, b string) error {
-	err := error(errors.ErrUnsupported)
-	if !o.portable {
-		err = exchange(a, b)
-	}
-	if err != nil {
-		return &os.LinkError{Op: "exchange", Old: a, New: b, Err: err}
-	}
-	return nil
-}
-
 // linkRemove publishes with link(2), which never overwrites, then removes
 // the old name.
 func linkRemove(oldpath, newpath string) error {

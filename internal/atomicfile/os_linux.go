@@ -35,31 +35,6 @@ func renameNoReplace(oldpath, newpath string) error {
 	return err
 }
 
-// noExchange is set once the kernel has said it has no renameat2(2).
-var noExchange atomic.Bool
-
-// exchange calls renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE). The
-// error wraps [errors.ErrUnsupported] if the kernel lacks the call (ENOSYS)
-// or the filesystem the flag (EINVAL, EOPNOTSUPP).
-func exchange(a, b string) error {
-	if noExchange.Load() {
-		return errors.ErrUnsupported
-	}
-	err := ignoringEINTR(func() error {
-		return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
-	})
-	switch err {
-	case nil:
-		return nil
-	case unix.ENOSYS:
-		noExchange.Store(true)
-		return fmt.Errorf("%w: renameat2: %w", errors.ErrUnsupported, err)
-	case unix.EINVAL, unix.EOPNOTSUPP:
-		return fmt.Errorf("%w: RENAME_EXCHANGE: %w", errors.ErrUnsupported, err)
-	}
-	return err
-}
-
 // syncfs calls syncfs(2) on fd.
 func syncfs(fd int) error {
 	err := ignoringEINTR(func() error { return unix.Syncfs(fd) })

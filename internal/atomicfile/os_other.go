@@ -11,9 +11,6 @@ import (
 // link(2).
 func renameNoReplace(oldpath, newpath string) error { return errNoRenameat2 }
 
-// exchange is Linux-only (renameat2(2)): elsewhere callers rename.
-func exchange(a, b string) error { return errors.ErrUnsupported }
-
 // syncfs is Linux-only; callers fall back to syncing each file.
 func syncfs(fd int) error { return errors.ErrUnsupported }
 

@@ -60,11 +60,6 @@ func (portableFS) RenameNoReplace(oldpath, newpath string) error {
 	return nil
 }
 
-// Exchange reports [errors.ErrUnsupported]: renameat2(2) is Linux's.
-func (portableFS) Exchange(a, b string) error {
-	return &os.LinkError{Op: "exchange", Old: a, New: b, Err: errors.ErrUnsupported}
-}
-
 func (portableFS) Remove(path string) error { return os.Remove(path) }
 
 func (portableFS) Chtimes(path string, t time.Time) error { return os.Chtimes(path, t, t) }

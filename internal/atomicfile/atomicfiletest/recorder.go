@@ -20,12 +20,11 @@ type Op struct {
 	// its writes, syncs and close also carry), open, write, truncate,
 	// mtime (SetModTime), sync (a file), close, mkdir, rename, publish
 	// (RenameNoReplace, or Link of an unnamed file: both name a file
-	// without ever overwriting), exchange (Path and To swapped), remove,
-	// chtimes, syncdir, syncfs.
+	// without ever overwriting), remove, chtimes, syncdir, syncfs.
 	Kind string
 	// Path is the file or folder operated on, relative to the recorder's
 	// Root, with '/' separators; for rename and publish, the old name (an
-	// unnamed file's label); for exchange, the first name.
+	// unnamed file's label).
 	Path string
 	// To is the new name of a rename or publish; else empty.
 	To string
@@ -137,13 +136,6 @@ func (r *Recorder) Rename(oldpath, newpath string) error {
 func (r *Recorder) RenameNoReplace(oldpath, newpath string) error {
 	err := r.fs().RenameNoReplace(oldpath, newpath)
 	r.record("publish", oldpath, newpath, err)
-	return err
-}
-
-// Exchange implements [atomicfile.FS]: recorded as exchange a -> b.
-func (r *Recorder) Exchange(a, b string) error {
-	err := r.fs().Exchange(a, b)
-	r.record("exchange", a, b, err)
 	return err
 }
 

@@ -24,15 +24,7 @@ import (
 // an attribute, is a file.
 func TestDerivedNodeAttr(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := atomicfile.SetAttr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), false); errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("%s keeps no user extended attributes", dir)
-	}
+	st, dir := newAttrStore(t)
 	put := func(s string) (cas.Hash, string) {
 		h, err := st.Put(ctx, []byte(s))
 		if err != nil {
@@ -149,15 +141,7 @@ func TestDerivedNodeAttr(t *testing.T) {
 // entry.
 func TestDerivedAttrReplacedByFile(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := atomicfile.SetAttr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), false); errors.Is(err, errors.ErrUnsupported) {
-		t.Skipf("%s keeps no user extended attributes", dir)
-	}
+	st, _ := newAttrStore(t)
 	h, err := st.Put(ctx, []byte(`"a"`))
 	if err != nil {
 		t.Fatal(err)
@@ -174,4 +158,16 @@ func TestDerivedAttrReplacedByFile(t *testing.T) {
 	if err != nil || !ok || string(v) != big {
 		t.Fatalf("GetDerived after a larger put = %.20q (%d bytes), %v, %v; want the %d bytes put last", v, len(v), ok, err, len(big))
 	}
+}
+
+// newAttrStore creates a store (durability none; see newStore) and skips
+// the test where its filesystem keeps no user extended attributes.
+func newAttrStore(t *testing.T) (*disk.Store, string) {
+	t.Helper()
+	st := newStore(t, &disk.Options{Durability: disk.DurabilityNone})
+	dir := st.Dir()
+	if err := atomicfile.SetAttr(filepath.Join(dir, "FORMAT"), "user.uwf.probe", []byte("x"), false); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("%s keeps no user extended attributes", dir)
+	}
+	return st, dir
 }

@@ -18,12 +18,8 @@ import (
 // lock files stay the fixed, striped set, however many refs came and went.
 func TestPruneRemovesEmptyLogFolders(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	st, err := disk.Create(dir, &disk.Options{Durability: disk.DurabilityNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := newStore(t, &disk.Options{Durability: disk.DurabilityNone})
+	dir := st.Dir()
 	refs := st.Refs()
 	r, err := cas.Open(ctx, st, refs, nil)
 	if err != nil {
